@@ -1,0 +1,1 @@
+"""The typer application: thin; parses, calls the layers below, formats."""

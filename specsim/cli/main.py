@@ -1,0 +1,49 @@
+"""Entry point: builds the typer app from the command modules and maps bad input to exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from specsim.errors import SpecsimError
+
+app = typer.Typer(
+    name="specsim",
+    help="Should you speculate, and how? Analytic speculative-decoding planner.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    # Each command module adds its commands to `app`; imported here so that `main` stays thin.
+    from specsim.cli import costs  # noqa: F401
+
+    try:
+        from specsim.cli import spec  # noqa: F401
+    except ImportError:  # pragma: no cover - while the module is being built
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; any SpecsimError becomes one line on stderr and exit status 2."""
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except SpecsimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
