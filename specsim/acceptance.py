@@ -289,8 +289,7 @@ class AcceptanceProfile:
             return np.asarray(self.rates[:kk], dtype=np.float64)
         if self.tail is None:
             raise SpecsimError(
-                f"k = {kk} exceeds the {len(self.rates)} positions this acceptance profile "
-                f"({self.source}) measured"
+                f"k = {kk} exceeds the {len(self.rates)} positions this acceptance profile ({self.source}) measured"
             )
         extra = np.full(kk - len(self.rates), self.tail)
         return np.concatenate([np.asarray(self.rates, dtype=np.float64), extra])

@@ -69,6 +69,11 @@ class Sample:
         return dict(self.labels).get(key)
 
 
+def _unescape(value: str) -> str:
+    """Label values escape backslash, double quote and newline (Prometheus text format)."""
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
 def parse_prometheus(text: str) -> list[Sample]:
     """Parse Prometheus text exposition format into samples (comments and blank lines skipped)."""
     out: list[Sample] = []
@@ -83,14 +88,18 @@ def parse_prometheus(text: str) -> list[Sample]:
             value = float(m.group("value"))
         except ValueError:
             continue
-        labels = tuple(_LABEL.findall(m.group("labels") or ""))
+        labels = tuple((k, _unescape(v)) for k, v in _LABEL.findall(m.group("labels") or ""))
         out.append(Sample(m.group("name"), labels, value))
     return out
 
 
 def _series(samples: list[Sample], base: str) -> list[Sample]:
-    """Samples of a counter/gauge by base name, accepting the ``_total`` suffix, ignoring ``_created``."""
-    return [s for s in samples if s.name in (base, base + "_total")]
+    """Samples of a counter/gauge by base name: the ``_total`` series if present, else the bare name.
+
+    (``_created`` timestamps are never matched; a file holding both spellings is not double-counted.)
+    """
+    total = [s for s in samples if s.name == base + "_total"]
+    return total or [s for s in samples if s.name == base]
 
 
 @dataclass(frozen=True)
@@ -174,8 +183,7 @@ def read_metrics(text: str, source: str = "metrics") -> MetricsReading:
             k = round(max(s.value for s in steps)) if steps else None
             if not mean >= 1.0:
                 raise SpecsimError(
-                    f"{source}: {name} = {mean:g}; a mean acceptance length is >= 1 "
-                    "(it includes the bonus token)"
+                    f"{source}: {name} = {mean:g}; a mean acceptance length is >= 1 (it includes the bonus token)"
                 )
             return MetricsReading(engine=engine, mean_length=mean, k=k, source=source)
     raise SpecsimError(f"{source}: no speculative-decoding metrics found (expected {EXPECTED})")

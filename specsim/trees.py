@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from specsim.acceptance import check_rates
+from specsim.acceptance import acceptance_beta, check_rates, residual_distribution
 from specsim.errors import SpecsimError
 
 FloatArray = NDArray[np.float64]
@@ -52,13 +52,11 @@ class Tree:
                 raise SpecsimError(f"tree parents must be integers; node {i} has parent {p!r}")
             if p < -1 or p >= n:
                 raise SpecsimError(
-                    f"tree parents are not a tree: node {i} has parent {p}, "
-                    f"allowed -1 (root) or 0..{n - 1}"
+                    f"tree parents are not a tree: node {i} has parent {p}, allowed -1 (root) or 0..{n - 1}"
                 )
             if p == i:
                 raise SpecsimError(f"tree parents are not a tree: node {i} is its own parent")
         # cycle check: walk up from every node; a path longer than n means a cycle
-        depth = [0] * n
         for i in range(n):
             j, steps = i, 0
             while j != -1:
@@ -68,7 +66,6 @@ class Tree:
                     raise SpecsimError(
                         f"tree parents are not a tree: node {i} is on a cycle (never reaches the root -1)"
                     )
-            depth[i] = steps
         object.__setattr__(self, "parents", tuple(int(p) for p in self.parents))
 
     # basic shape -----------------------------------------------------------------------------
@@ -91,6 +88,7 @@ class Tree:
             while j != -1:
                 d[i] += 1
                 j = self.parents[j]
+        d.flags.writeable = False
         return d
 
     @property
@@ -106,6 +104,7 @@ class Tree:
         for i, p in enumerate(self.parents):
             r[i] = seen.get(p, 0)
             seen[p] = r[i] + 1
+        r.flags.writeable = False
         return r
 
     @cached_property
@@ -265,8 +264,6 @@ def sibling_probs_multicandidate(p: ArrayLike, q: ArrayLike, max_rank: int) -> F
     the residual sequence does not depend on which token was rejected, so this is exact when p
     and q are the same at every node (e.g. the circulant toy models of ``specsim.reference``).
     """
-    from specsim.acceptance import acceptance_beta, residual_distribution
-
     pr = np.asarray(p, dtype=np.float64)
     qa = np.asarray(q, dtype=np.float64)
     out = np.zeros(max_rank)
@@ -289,7 +286,7 @@ def sibling_probs_multicandidate(p: ArrayLike, q: ArrayLike, max_rank: int) -> F
 def _best_nodes(probs: FloatArray, n: int, max_depth: int | None) -> list[tuple[float, int, int]]:
     """Greedy best-first selection: returns (path probability, parent index, rank) per node, in order.
 
-    Optimality (Sequoia, Chen et al. 2024, Sec. 3.1 positional acceptance): a node's value is its
+    Optimality (Sequoia, Chen et al. 2024, under its positional acceptance assumption): a node's value is its
     path probability f(v) = f(parent) * probs[d, r]. With probs <= 1, f(child) <= f(parent); with
     probs non-increasing in rank, f(rank r) <= f(rank r-1). So the n nodes of largest f (ties
     broken by depth, then rank, so parents and older siblings come first) are closed under
@@ -370,17 +367,13 @@ def best_tree_curve(probs: ArrayLike, max_nodes: int, max_depth: int | None = No
     return np.concatenate([curve, np.full(max_nodes + 1 - curve.size, curve[-1])])
 
 
-def best_tree_for_budget(
-    probs: ArrayLike, token_budget: int, batch: int = 1, max_depth: int | None = None
-) -> Tree:
+def best_tree_for_budget(probs: ArrayLike, token_budget: int, batch: int = 1, max_depth: int | None = None) -> Tree:
     """The best tree whose verification pass fits ``batch * (n + 1) <= token_budget`` tokens."""
     if batch < 1:
         raise SpecsimError(f"batch must be >= 1, got {batch}")
     n = token_budget // batch - 1
     if n < 0:
-        raise SpecsimError(
-            f"a verification budget of {token_budget} tokens cannot hold batch {batch} x 1 root token"
-        )
+        raise SpecsimError(f"a verification budget of {token_budget} tokens cannot hold batch {batch} x 1 root token")
     return best_tree(probs, n, max_depth)
 
 

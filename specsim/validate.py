@@ -38,7 +38,8 @@ class CheckRow:
     formula: float
     reference: float
     std_error: float | None
-    statistic: float | None  # z-score, or the chi-square p-value
+    z: float | None  # (reference - formula) / std_error, for Monte-Carlo means
+    p_value: float | None  # chi-square p-value, for distribution checks
     passed: bool
 
     def as_dict(self) -> dict[str, object]:
@@ -48,7 +49,8 @@ class CheckRow:
             "formula": self.formula,
             "reference": self.reference,
             "std_error": self.std_error,
-            "statistic": self.statistic,
+            "z": self.z,
+            "p_value": self.p_value,
             "passed": self.passed,
         }
 
@@ -74,19 +76,31 @@ def chi_square_test(counts: ArrayLike, probs: ArrayLike, min_expected: float = 5
 
 
 def _tokens_row(
-    case: str, formula: float, target: ref.MarkovLM, draft: ref.Draft, n_steps: int,
-    rng: np.random.Generator, k: int | None = None, tree: Tree | None = None,
+    case: str,
+    formula: float,
+    target: ref.MarkovLM,
+    draft: ref.Draft,
+    n_steps: int,
+    rng: np.random.Generator,
+    k: int | None = None,
+    tree: Tree | None = None,
 ) -> CheckRow:
     counts = ref.tokens_per_step(target, draft, n_steps, rng, k=k, tree=tree)
     mean = float(counts.mean())
     se = float(counts.std(ddof=1) / np.sqrt(counts.size))
     z = (mean - formula) / se if se > 0 else (0.0 if mean == formula else np.inf)
-    return CheckRow(case, "tokens/step", float(formula), mean, se, float(z), bool(abs(z) < Z_LIMIT))
+    return CheckRow(case, "tokens/step", float(formula), mean, se, float(z), None, bool(abs(z) < Z_LIMIT))
 
 
 def _distribution_row(
-    case: str, target: ref.MarkovLM, draft: ref.Draft, n_runs: int, rng: np.random.Generator,
-    k: int | None = None, tree: Tree | None = None, residual: ref.Residual = ref.plain_residual,
+    case: str,
+    target: ref.MarkovLM,
+    draft: ref.Draft,
+    n_runs: int,
+    rng: np.random.Generator,
+    k: int | None = None,
+    tree: Tree | None = None,
+    residual: ref.Residual = ref.plain_residual,
     expect_detect: bool = False,
 ) -> CheckRow:
     length = 3
@@ -95,19 +109,25 @@ def _distribution_row(
     _, _, pvalue = chi_square_test(counts, probs)
     tv = 0.5 * float(np.abs(counts / counts.sum() - probs).sum())
     passed = pvalue < P_LIMIT if expect_detect else pvalue > P_LIMIT
-    quantity = "TV(first 3 tokens) [must be detected]" if expect_detect else "TV(first 3 tokens)"
-    return CheckRow(case, quantity, 0.0, tv, None, pvalue, bool(passed))
+    quantity = "TV, first 3 tokens (must be detected)" if expect_detect else "TV, first 3 tokens"
+    return CheckRow(case, quantity, 0.0, tv, None, None, pvalue, bool(passed))
 
 
-def _greedy_row(case: str, target: ref.MarkovLM, draft: ref.Draft, rng: np.random.Generator,
-                k: int | None = None, tree: Tree | None = None) -> CheckRow:
+def _greedy_row(
+    case: str,
+    target: ref.MarkovLM,
+    draft: ref.Draft,
+    rng: np.random.Generator,
+    k: int | None = None,
+    tree: Tree | None = None,
+) -> CheckRow:
     V = target.vocab_size
     matches = 0
     for start in range(V):
         seq, _ = ref.generate(target, draft, start, 12, rng, k=k, tree=tree, greedy=True)
         matches += seq == ref.greedy_sequence(target, start, 12)
     frac = matches / V
-    return CheckRow(case, "fraction equal to argmax decoding", 1.0, frac, None, None, frac == 1.0)
+    return CheckRow(case, "share equal to argmax decoding", 1.0, frac, None, None, None, frac == 1.0)
 
 
 def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -> list[CheckRow]:
@@ -117,45 +137,86 @@ def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -
 
     rng = np.random.default_rng(seeds[0])
     target, draft = ref.circulant_pair(6, 0.8, rng)
-    rows.append(_tokens_row("chain, alpha=0.8, k=4", float(expected_tokens(0.8, 4)), target, draft,
-                            n_steps, rng, k=4))
+    rows.append(_tokens_row("chain, alpha=0.8, k=4", float(expected_tokens(0.8, 4)), target, draft, n_steps, rng, k=4))
 
     rng = np.random.default_rng(seeds[1])
     target, draft = ref.circulant_pair(6, 0.6, rng)
-    rows.append(_tokens_row("chain, alpha=0.6, k=3 (seed: 2.18)", float(expected_tokens(0.6, 3)),
-                            target, draft, n_steps, rng, k=3))
+    rows.append(
+        _tokens_row(
+            "chain, alpha=0.6, k=3 (seed: 2.18)", float(expected_tokens(0.6, 3)), target, draft, n_steps, rng, k=3
+        )
+    )
 
     rng = np.random.default_rng(seeds[2])
     alphas = [0.9, 0.7, 0.5, 0.3]
     target, drafts = ref.circulant_pair(6, alphas, rng)
-    rows.append(_tokens_row("chain, alphas=0.9,0.7,0.5,0.3 (Medusa-like decay)",
-                            float(AcceptanceProfile.from_alphas(alphas).mean_tokens(4)),
-                            target, drafts, n_steps, rng, k=4))
+    rows.append(
+        _tokens_row(
+            "chain, alphas=0.9,0.7,0.5,0.3 (Medusa-like decay)",
+            float(AcceptanceProfile.from_alphas(alphas).mean_tokens(4)),
+            target,
+            drafts,
+            n_steps,
+            rng,
+            k=4,
+        )
+    )
 
     rng = np.random.default_rng(seeds[3])
     target, draft = ref.circulant_pair(6, 0.6, rng)
     probs = sibling_probs_multicandidate(target.table[0], draft.table[0], 4)
     tree = medusa_tree([3, 2])
-    rows.append(_tokens_row("tree: Medusa-style top-(3,2), SpecInfer rule",
-                            float(tree.expected_tokens(probs)), target, draft, n_steps, rng, tree=tree))
+    rows.append(
+        _tokens_row(
+            "tree: Medusa-style top-(3,2), SpecInfer rule",
+            float(tree.expected_tokens(probs)),
+            target,
+            draft,
+            n_steps,
+            rng,
+            tree=tree,
+        )
+    )
     tree = eagle2_tree(probs, topk=3, depth=4, num_nodes=10)
-    rows.append(_tokens_row("tree: EAGLE-2-style topk 3 x depth 4 -> 10 nodes",
-                            float(tree.expected_tokens(probs)), target, draft, n_steps, rng, tree=tree))
+    rows.append(
+        _tokens_row(
+            "tree: EAGLE-2-style topk 3 x depth 4 -> 10 nodes",
+            float(tree.expected_tokens(probs)),
+            target,
+            draft,
+            n_steps,
+            rng,
+            tree=tree,
+        )
+    )
 
     # output distribution on the seed chapter's setting: random 6-token chains, mixture draft
     rng = np.random.default_rng(seeds[4])
     target = ref.random_markov_lm(6, 2.0, rng)
     draft = ref.mixture(target, ref.random_markov_lm(6, 2.0, rng), 0.7)
     rows.append(_distribution_row("chain k=4, seed's random Markov LMs", target, draft, n_runs, rng, k=4))
-    rows.append(_distribution_row("tree top-(2,2), seed's random Markov LMs", target, draft, n_runs,
-                                  rng, tree=medusa_tree([2, 2])))
+    rows.append(
+        _distribution_row(
+            "tree top-(2,2), seed's random Markov LMs", target, draft, n_runs, rng, tree=medusa_tree([2, 2])
+        )
+    )
     unrelated = ref.random_markov_lm(6, 2.0, rng)
     rows.append(_distribution_row("chain k=4, unrelated draft", target, unrelated, n_runs, rng, k=4))
-    rows.append(_distribution_row("negative control: residual := p (wrong)", target, unrelated,
-                                  n_runs, rng, k=4, residual=lambda p, q: p, expect_detect=True))
+    rows.append(
+        _distribution_row(
+            "negative control: residual := p (wrong)",
+            target,
+            unrelated,
+            n_runs,
+            rng,
+            k=4,
+            residual=lambda p, q: p,
+            expect_detect=True,
+        )
+    )
 
     rng = np.random.default_rng(seeds[5])
     rows.append(_greedy_row("greedy chain k=4", target, draft, rng, k=4))
     rows.append(_greedy_row("greedy tree top-(3,2)", target, draft, rng, tree=medusa_tree([3, 2])))
-    rows.append(_greedy_row("greedy chain k=0 (plain decoding)", target, draft, rng, tree=chain(0)))
+    rows.append(_greedy_row("greedy, no drafts (plain decoding)", target, draft, rng, tree=chain(0)))
     return rows

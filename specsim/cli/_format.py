@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from specsim.errors import SpecsimError
@@ -79,20 +80,21 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
     table.add_column("quantity")
     table.add_column("value", justify="right")
     for key, value in rows:
-        table.add_row(str(key), fmt_value(value))
+        table.add_row(escape(str(key)), escape(fmt_value(value)))
     console = _console()
     console.print(table)
     if note:
-        console.print(note, style="dim")
+        console.print(note, style="dim", markup=False)
 
 
-def print_rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """A table with a header row; values formatted with ``fmt_value``."""
+def print_rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 1) -> None:
+    """A table with a header row; values formatted with ``fmt_value``; the first ``text_columns``
+    columns are left-aligned, the rest right-aligned."""
     table = Table(title=title, show_header=True, header_style="bold")
     for i, col in enumerate(columns):
-        table.add_column(str(col), justify="left" if i == 0 else "right")
+        table.add_column(escape(str(col)), justify="left" if i < text_columns else "right")
     for row in rows:
-        table.add_row(*(fmt_value(v) for v in row))
+        table.add_row(*(escape(fmt_value(v)) for v in row))
     _console().print(table)
 
 
@@ -149,9 +151,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
                 out.append(round(x))
                 x *= factor
         else:
-            raise SpecsimError(
-                f"{option}: cannot read {part!r} (use 1,2,4 or 1-16 or 1:16:4 or 1:4096:x2)"
-            )
+            raise SpecsimError(f"{option}: cannot read {part!r} (use 1,2,4 or 1-16 or 1:16:4 or 1:4096:x2)")
     if not out:
         raise SpecsimError(f"{option}: empty list")
     return out

@@ -19,19 +19,15 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each command module adds its commands to `app`; imported here so that `main` stays thin.
-    from specsim.cli import costs  # noqa: F401
-
-    try:
-        from specsim.cli import spec  # noqa: F401
-    except ImportError:  # pragma: no cover - while the module is being built
-        pass
+    from specsim.cli import costs, spec  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; any SpecsimError becomes one line on stderr and exit status 2."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # With standalone_mode=False click returns (rather than raises) a command's exit code.
+        code = app(args=argv, standalone_mode=False)
     except SpecsimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -47,3 +43,4 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(2)
         raise
+    sys.exit(code if isinstance(code, int) else 0)

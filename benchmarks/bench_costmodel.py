@@ -1,0 +1,50 @@
+"""Speed of the cost model (not part of the test run): python benchmarks/bench_costmodel.py
+
+Times one vectorised forward_time_s call over a grid of batch x tokens-per-sequence x context,
+and predict over every Vidur linear-layer row when ../shared/reference/vidur is present.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from specsim.forward import forward_time_s
+from specsim.hardware import load_hardware
+from specsim.model import load_model
+
+
+def best_of(fn, repeats: int = 5) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    hw = load_hardware("h100-sxm")
+    for name in ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"):
+        model = load_model(name)
+        b = np.arange(1, 257, 4)[:, None, None]  # 64 batch sizes
+        q = np.arange(1, 18)[None, :, None]  # k = 0..16
+        ctx = np.geomspace(512, 131072, 16).round()[None, None, :]  # 16 contexts
+        n = b.size * q.size * ctx.size
+        t = best_of(lambda model=model: forward_time_s(hw, model, b, q, ctx, tp=8))
+        print(f"forward_time_s {name:14s} {n:7d} passes in {t * 1e3:7.1f} ms ({n / t / 1e6:.2f} M passes/s)")
+    vidur = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vidur"
+    if vidur.is_dir():
+        from specsim.importers import import_vidur
+        from specsim.measurements import predict_table, resolver
+
+        df = import_vidur(vidur)
+        gemm = df[df["op"] == "gemm"]
+        t = best_of(lambda: predict_table(gemm, resolver(None)), 3)
+        print(f"predict {len(gemm)} vidur GEMM rows in {t * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

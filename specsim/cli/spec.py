@@ -1,0 +1,314 @@
+"""Commands about one speculative configuration: ``evaluate`` and ``validate``."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from specsim.acceptance import MEAN_LENGTH_CONVENTION, AcceptanceProfile, check_k, check_rates
+from specsim.cli._format import parse_float_list, print_json, print_kv_table, print_rows_table
+from specsim.cli.main import app
+from specsim.errors import SpecsimError
+from specsim.metrics import load_acceptance
+from specsim.step import StepMetrics, ratio_step_metrics
+from specsim.trees import Tree, TreeSpec, chain, load_tree, sibling_probs_independent
+
+FORMATS = ("table", "json")
+
+ABSTRACT_NOTE = (
+    "abstract cost model (seed chapter): target step = T, draft step = c*T, verification = one "
+    "target step{ridge}; times in ms with T = {t:g} ms"
+)
+
+
+@dataclass(frozen=True)
+class _Config:
+    """What `evaluate` resolved from its options."""
+
+    profile: AcceptanceProfile | None
+    tree: Tree
+    tree_probs: np.ndarray | None
+    is_chain: bool
+
+
+def _profile(
+    alpha: float | None, alphas: str | None, acceptance: Path | None, k: int | None
+) -> AcceptanceProfile | None:
+    given = [x is not None for x in (alpha, alphas, acceptance)]
+    if sum(given) > 1:
+        raise SpecsimError("give only one of --alpha, --alphas, --acceptance")
+    if alpha is not None:
+        check_rates(alpha, "--alpha")
+        return AcceptanceProfile.from_alpha(alpha)
+    if alphas is not None:
+        rates = parse_float_list(alphas, "--alphas")
+        check_rates(rates, "--alphas")
+        return AcceptanceProfile.from_alphas(rates)
+    if acceptance is not None:
+        return load_acceptance(acceptance, k)
+    return None
+
+
+def _resolve(
+    alpha: float | None,
+    alphas: str | None,
+    acceptance: Path | None,
+    k: int | None,
+    tree_file: Path | None,
+    sibling_probs: str | None,
+) -> _Config:
+    if k is not None:
+        check_k(k, "--k")
+    if k is not None and tree_file is not None:
+        raise SpecsimError("give either --k (a chain) or --tree FILE, not both")
+    profile = _profile(alpha, alphas, acceptance, k)
+    if tree_file is not None:
+        spec: TreeSpec = load_tree(tree_file)
+        probs = spec.probs
+        if probs is None and sibling_probs is not None:
+            probs = np.asarray(parse_float_list(sibling_probs, "--sibling-probs"))
+        if probs is None:
+            if profile is None:
+                raise SpecsimError(
+                    "a tree needs acceptance: an 'acceptance' table in the tree file, "
+                    "--sibling-probs, or --alpha/--alphas/--acceptance"
+                )
+            depth_rates = profile.rates_for(max(spec.tree.depth, 1))
+            probs = sibling_probs_independent(depth_rates, int(spec.tree.ranks.max(initial=0)) + 1)
+        return _Config(profile, spec.tree, probs, False)
+    if sibling_probs is not None:
+        raise SpecsimError("--sibling-probs applies to --tree only")
+    if profile is None:
+        raise SpecsimError("give the acceptance: --alpha A, --alphas a1,a2,.. or --acceptance FILE")
+    if k is None:
+        if profile.max_k is None:
+            raise SpecsimError("give the draft length --k K (or a --tree FILE)")
+        k = profile.max_k
+    return _Config(profile, chain(k), None, True)
+
+
+def _real_cost_route(
+    hardware: str,
+    model: str,
+    draft: str,
+    tokens_per_step: float,
+    tree: Tree,
+    batch: int,
+    context: int,
+    overhead_time_s: float,
+) -> tuple[StepMetrics, str]:
+    """The roofline cost route (to be wired to ``specsim.forward``); returns metrics and a note.
+
+    Intended wiring: ``verify = forward_time_s(hw, target, batch, tree.num_verify_tokens, context)``,
+    ``baseline = forward_time_s(hw, target, batch, 1, context)``, draft = ``tree.depth`` passes of the
+    draft model (``forward_time_s(hw, draft, batch, 1, context)`` each, or the tree's frontier width
+    per pass), then ``step_metrics(tokens_per_step, draft, verify, baseline, batch, overhead_time_s)``.
+    """
+    if importlib.util.find_spec("specsim.forward") is None:
+        raise SpecsimError("--hardware/--model route not available yet")
+    raise SpecsimError("--hardware/--model route not available yet (cost model not wired to evaluate)")
+
+
+@app.command()
+def evaluate(
+    alpha: Annotated[float | None, typer.Option("--alpha", help="i.i.d. acceptance rate in [0, 1]")] = None,
+    alphas: Annotated[
+        str | None, typer.Option("--alphas", help="conditional per-position rates a1,a2,.. (Medusa-style decay)")
+    ] = None,
+    acceptance: Annotated[
+        Path | None,
+        typer.Option(
+            "--acceptance",
+            help="Prometheus /metrics scrape (vLLM, SGLang, TRT-LLM), histogram CSV or YAML/JSON acceptance file",
+        ),
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", help="draft length (tokens drafted per step)")] = None,
+    tree: Annotated[
+        Path | None, typer.Option("--tree", help="draft tree file: YAML/JSON {parents: [...], acceptance: [[..]]}")
+    ] = None,
+    sibling_probs: Annotated[
+        str | None,
+        typer.Option("--sibling-probs", help="tree acceptance by sibling rank p1,p2,.. (Sequoia vector), every depth"),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="sequences per step")] = 1,
+    context: Annotated[int, typer.Option("--context", "-L", help="context length (cost model only)")] = 1024,
+    draft_cost_ratio: Annotated[
+        float | None, typer.Option("--draft-cost-ratio", "-c", help="draft step cost / target step cost (seed's c)")
+    ] = None,
+    target_step_ms: Annotated[
+        float,
+        typer.Option(
+            "--target-step-ms", help="target step time T for --draft-cost-ratio (default 1: times in units of T)"
+        ),
+    ] = 1.0,
+    ridge_tokens: Annotated[
+        float | None,
+        typer.Option(
+            "--ridge-tokens",
+            help="with -c: tokens per pass where the target turns compute-bound "
+            "(verification then costs T x tokens / ridge); default: never",
+        ),
+    ] = None,
+    overhead_ms: Annotated[
+        float,
+        typer.Option("--overhead-ms", help="fixed per-step cost of speculation (rejection sampling, KV rollback)"),
+    ] = 0.0,
+    hardware: Annotated[str | None, typer.Option("--hardware", "-H", help="hardware profile")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="target model")] = None,
+    draft: Annotated[str | None, typer.Option("--draft", "-d", help="draft model")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+) -> None:
+    """Tokens per step, step time, throughput and speedup of one speculative configuration.
+
+    With --draft-cost-ratio C (the seed chapter's model) a target step costs T = --target-step-ms
+    (default 1, so every time reads as a multiple of T), a draft step C x T, and verification one
+    target step (growing past --ridge-tokens if given). speedup is against plain decoding at the
+    same batch; tokens_per_step includes the bonus token.
+    """
+    if fmt not in FORMATS:
+        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
+    if batch < 1:
+        raise SpecsimError(f"--batch must be >= 1, got {batch}")
+    if context < 0:
+        raise SpecsimError(f"--context must be >= 0, got {context}")
+    if overhead_ms < 0:
+        raise SpecsimError(f"--overhead-ms must be >= 0, got {overhead_ms:g}")
+    real = any(x is not None for x in (hardware, model, draft))
+    if real and draft_cost_ratio is not None:
+        raise SpecsimError("give either --draft-cost-ratio or --hardware/--model/--draft, not both")
+    if not real and draft_cost_ratio is None:
+        raise SpecsimError("give a cost source: --draft-cost-ratio C, or --hardware H --model M --draft D")
+    if draft_cost_ratio is not None and not draft_cost_ratio >= 0:
+        raise SpecsimError(f"--draft-cost-ratio must be >= 0, got {draft_cost_ratio:g}")
+    if not target_step_ms > 0:
+        raise SpecsimError(f"--target-step-ms must be > 0, got {target_step_ms:g}")
+    if ridge_tokens is not None and not ridge_tokens > 0:
+        raise SpecsimError(f"--ridge-tokens must be > 0, got {ridge_tokens:g}")
+
+    cfg = _resolve(alpha, alphas, acceptance, k, tree, sibling_probs)
+    t = cfg.tree
+    if cfg.is_chain:
+        assert cfg.profile is not None
+        tokens = float(cfg.profile.mean_tokens(t.num_nodes))
+    else:
+        tokens = float(t.expected_tokens(cfg.tree_probs))
+
+    if real:
+        if not (hardware and model and draft):
+            raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
+        metrics, cost_note = _real_cost_route(hardware, model, draft, tokens, t, batch, context, overhead_ms / 1e3)
+    else:
+        assert draft_cost_ratio is not None
+        metrics = ratio_step_metrics(
+            tokens_per_step=tokens,
+            draft_passes=t.depth,
+            draft_cost_ratio=draft_cost_ratio,
+            batch=batch,
+            verify_tokens_per_seq=t.num_verify_tokens,
+            target_step_time_s=target_step_ms / 1e3,
+            ridge_tokens=ridge_tokens,
+            overhead_time_s=overhead_ms / 1e3,
+        )
+        ridge = "" if ridge_tokens is None else f" up to {ridge_tokens:g} tokens, then x tokens/{ridge_tokens:g}"
+        cost_note = ABSTRACT_NOTE.format(ridge=ridge, t=target_step_ms) + f", c = {draft_cost_ratio:g}"
+
+    result: dict[str, Any] = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
+    info: dict[str, Any] = {
+        "k": t.num_nodes if cfg.is_chain else None,
+        "tree_nodes": t.num_nodes,
+        "tree_depth": t.depth,
+        "verify_tokens": batch * t.num_verify_tokens,
+        "batch": batch,
+        "context": context,
+        "acceptance": cfg.profile.source if cfg.profile is not None else "tree file / --sibling-probs",
+        "cost_source": cost_note,
+        "convention": MEAN_LENGTH_CONVENTION,
+    }
+    if cfg.is_chain and cfg.profile is not None:
+        info["alpha_per_position"] = [float(a) for a in cfg.profile.rates_for(t.num_nodes)]
+    if fmt == "json":
+        print_json({**result, **info})
+        return
+    shape = f"chain k={t.num_nodes}" if cfg.is_chain else f"tree of {t.num_nodes} nodes, depth {t.depth}"
+    rows = [(key, value) for key, value in result.items()]
+    rows += [("verify tokens per pass", info["verify_tokens"]), ("acceptance", info["acceptance"])]
+    print_kv_table(
+        f"speculative step: {shape}, batch {batch}",
+        rows,
+        note=f"{cost_note}\ntokens_per_step: {MEAN_LENGTH_CONVENTION}",
+    )
+
+
+@app.command()
+def validate(
+    seed: Annotated[int, typer.Option("--seed", help="seed of every random generator")] = 0,
+    samples: Annotated[int, typer.Option("--samples", help="Monte-Carlo steps (and sequences) per check")] = 10_000,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+) -> None:
+    """Run the exact reference sampler against the formulas on seeded cases and compare.
+
+    Exit status 1 if any check fails.
+    """
+    if fmt not in FORMATS:
+        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
+    if samples < 100:
+        raise SpecsimError(f"--samples must be >= 100, got {samples}")
+    from specsim.validate import run_validation  # scipy and the sampler only when asked for
+
+    rows = run_validation(seed=seed, n_steps=samples, n_runs=samples)
+    failed = sum(not r.passed for r in rows)
+    if fmt == "json":
+        print_json({"seed": seed, "samples": samples, "failed": failed, "checks": [r.as_dict() for r in rows]})
+    else:
+        print_rows_table(
+            f"reference sampler vs formulas (seed {seed}, {samples} samples per check)",
+            ["case", "quantity", "formula", "reference", "MC s.e.", "z", "p-value", "pass"],
+            [(r.case, r.quantity, r.formula, r.reference, r.std_error, r.z, r.p_value, r.passed) for r in rows],
+            text_columns=2,
+        )
+        print(
+            f"{len(rows) - failed}/{len(rows)} checks passed "
+            "(tokens/step: |z| < 4; distributions: chi-square p > 1e-3; greedy: exact match)"
+        )
+    if failed:
+        # SystemExit, not typer.Exit: click (standalone_mode=False) returns an Exit's code
+        # instead of raising it, and main() would drop it.
+        sys.exit(1)
+
+
+@app.command()
+def beta(
+    p: Annotated[str, typer.Option("--p", help="target distribution (or logits) over the vocabulary: 0.6,0.3,0.1")],
+    q: Annotated[str, typer.Option("--q", help="draft distribution (or logits), same vocabulary")],
+    logits: Annotated[bool, typer.Option("--logits", help="--p/--q are logits, not probabilities")] = False,
+    temperature: Annotated[float, typer.Option("--temperature", help="with --logits; 0 = greedy")] = 1.0,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+) -> None:
+    """Acceptance probability of one draft token, beta = sum min(p, q) = 1 - TV(p, q), and the residual."""
+    if fmt not in FORMATS:
+        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
+    from specsim.acceptance import acceptance_beta, residual_distribution, softmax
+
+    pa = np.asarray(parse_float_list(p, "--p"))
+    qa = np.asarray(parse_float_list(q, "--q"))
+    if pa.size != qa.size:
+        raise SpecsimError(f"--p has {pa.size} entries and --q {qa.size}; they must share the vocabulary")
+    if logits:
+        pa, qa = softmax(pa, temperature), softmax(qa, temperature)
+    b = float(acceptance_beta(pa, qa))
+    res = residual_distribution(pa, qa)
+    out = {"beta": b, "tv_distance": 1.0 - b, "residual": [float(x) for x in res], "p": pa, "q": qa}
+    if fmt == "json":
+        print_json(out)
+        return
+    print_kv_table(
+        "one draft token: acceptance and residual",
+        list(out.items()),
+        note="seed chapter: accept with min(1, p/q); on rejection sample norm(max(0, p - q))",
+    )
