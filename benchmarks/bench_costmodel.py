@@ -33,7 +33,7 @@ def main() -> None:
         q = np.arange(1, 18)[None, :, None]  # k = 0..16
         ctx = np.geomspace(512, 131072, 16).round()[None, None, :]  # 16 contexts
         n = b.size * q.size * ctx.size
-        t = best_of(lambda model=model: forward_time_s(hw, model, b, q, ctx, tp=8))
+        t = best_of(lambda model=model, b=b, q=q, ctx=ctx: forward_time_s(hw, model, b, q, ctx, tp=8))
         print(f"forward_time_s {name:14s} {n:7d} passes in {t * 1e3:7.1f} ms ({n / t / 1e6:.2f} M passes/s)")
     vidur = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vidur"
     if vidur.is_dir():

@@ -132,8 +132,8 @@ def test_evaluate_tree_from_alpha(capsys, tmp_path: Path) -> None:
         (("--alpha", "0.5", "--k", "3"), "cost source"),
         (("--alpha", "0.5", "--k", "3", "-c", "0.1", "-H", "h100-sxm"), "not both"),
         (
-            ("--alpha", "0.5", "--k", "3", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "llama-3.2-1b"),
-            "not available yet",
+            ("--alpha", "0.5", "--k", "3", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "llama-2-7b"),
+            "must share the target's tokenizer",
         ),
         (("--alpha", "0.5", "--k", "3", "-c", "0.1", "--batch", "0"), "--batch"),
         (("--alpha", "0.5", "--alphas", "0.5", "--k", "3", "-c", "0.1"), "only one"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,22 +97,60 @@ def _real_cost_route(
     hardware: str,
     model: str,
     draft: str,
-    tokens_per_step: float,
-    tree: Tree,
+    profile: AcceptanceProfile | None,
+    k: int | None,
+    tree_file: Path | None,
+    sibling_probs: str | None,
     batch: int,
     context: int,
     overhead_time_s: float,
-) -> tuple[StepMetrics, str]:
-    """The roofline cost route (to be wired to ``specsim.forward``); returns metrics and a note.
+    setup: dict[str, Any],
+) -> tuple[StepMetrics, str, dict[str, Any]]:
+    """The roofline cost route: the same `speculate.config_metrics` that `specsim plan` uses.
 
-    Intended wiring: ``verify = forward_time_s(hw, target, batch, tree.num_verify_tokens, context)``,
-    ``baseline = forward_time_s(hw, target, batch, 1, context)``, draft = ``tree.depth`` passes of the
-    draft model (``forward_time_s(hw, draft, batch, 1, context)`` each, or the tree's frontier width
-    per pass), then ``step_metrics(tokens_per_step, draft, verify, baseline, batch, overhead_time_s)``.
+    --draft is a method (eagle3, ngram, mtp, medusa, lookahead, ...) or a catalogue model (a draft
+    model). Without --alpha/--alphas/--acceptance the draft's published prior is used.
     """
-    if importlib.util.find_spec("specsim.forward") is None:
-        raise SpecsimError("--hardware/--model route not available yet")
-    raise SpecsimError("--hardware/--model route not available yet (cost model not wired to evaluate)")
+    from specsim.drafts import make_draft
+    from specsim.hardware import load_hardware
+    from specsim.model import load_model
+    from specsim.speculate import Target, config_metrics, memory_per_gpu
+
+    target = Target(load_hardware(hardware), load_model(model), setup["tp"], setup["weight_dtype"],
+                    setup["kv_dtype"])
+    spec: dict[str, Any] = {"method": draft}
+    for key in ("draft_tp", "topk", "num_draft_tokens"):
+        if setup.get(key) is not None:
+            spec[key] = setup[key]
+    d = make_draft(spec, target.model, "--draft")
+    if profile is not None:
+        d = dataclasses.replace(d, acceptance=profile)
+    tokens = verify_q = None
+    if tree_file is not None:
+        if k is not None:
+            raise SpecsimError("give either --k (a chain) or --tree FILE, not both")
+        tspec = load_tree(tree_file)
+        probs = tspec.probs
+        if probs is None and sibling_probs is not None:
+            probs = np.asarray(parse_float_list(sibling_probs, "--sibling-probs"))
+        if probs is None:
+            ranks = int(tspec.tree.ranks.max(initial=0)) + 1
+            probs = sibling_probs_independent(d.rates(max(tspec.tree.depth, 1)), ranks)
+        tokens = float(tspec.tree.expected_tokens(probs))
+        verify_q = float(tspec.tree.num_verify_tokens)
+        k = tspec.tree.depth
+    if k is None:
+        raise SpecsimError("give the draft length --k K (or a --tree FILE)")
+    check_k(k, "--k")
+    m = config_metrics(target, d, k, batch, context, tokens_per_step=tokens, verify_tokens_per_seq=verify_q,
+                       extra_overhead_s=overhead_time_s)
+    mem = memory_per_gpu(target, d, k, batch, context)
+    info = {"draft": d.label, "method": d.method, "acceptance": d.acceptance.source,
+            "memory_gb_per_gpu": float(mem["total"]) / 1e9, "memory_capacity_gb": float(mem["capacity"]) / 1e9,
+            "k": k}
+    note = (f"roofline cost model: {target.model.name} on {setup['tp']}x {target.hardware.name}, draft {d.label} "
+            f"({d.method}), acceptance {d.acceptance.source}")
+    return m, note, info
 
 
 @app.command()
@@ -161,7 +199,17 @@ def evaluate(
     ] = 0.0,
     hardware: Annotated[str | None, typer.Option("--hardware", "-H", help="hardware profile")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="target model")] = None,
-    draft: Annotated[str | None, typer.Option("--draft", "-d", help="draft model")] = None,
+    draft: Annotated[
+        str | None, typer.Option("--draft", "-d", help="draft method (eagle3, ngram, mtp, ...) or draft model name")
+    ] = None,
+    tp: Annotated[int, typer.Option("--tp", help="target tensor-parallel degree")] = 1,
+    draft_tp: Annotated[int | None, typer.Option("--draft-tp", help="draft model's TP degree")] = None,
+    weight_dtype: Annotated[str, typer.Option("--dtype", help="weight dtype: bf16 | fp8 | int4")] = "bf16",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 | fp8")] = "bf16",
+    topk: Annotated[int | None, typer.Option("--topk", help="EAGLE/Medusa tree expansion per level")] = None,
+    num_draft_tokens: Annotated[
+        int | None, typer.Option("--num-draft-tokens", help="tree budget (nodes) with --topk > 1")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
 ) -> None:
     """Tokens per step, step time, throughput and speedup of one speculative configuration.
@@ -191,6 +239,28 @@ def evaluate(
     if ridge_tokens is not None and not ridge_tokens > 0:
         raise SpecsimError(f"--ridge-tokens must be > 0, got {ridge_tokens:g}")
 
+    if real:
+        if not (hardware and model and draft):
+            raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
+        if alpha is not None:
+            check_rates(alpha, "--alpha")
+        setup = {"tp": tp, "draft_tp": draft_tp, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "topk": topk,
+                 "num_draft_tokens": num_draft_tokens}
+        profile = _profile(alpha, alphas, acceptance, k)
+        metrics, cost_note, extra = _real_cost_route(hardware, model, draft, profile, k, tree, sibling_probs, batch,
+                                                     context, overhead_ms / 1e3, setup)
+        result = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
+        info = {**extra, "batch": batch, "context": context, "tp": tp, "cost_source": cost_note,
+                "convention": MEAN_LENGTH_CONVENTION}
+        if fmt == "json":
+            print_json({**result, **info})
+            return
+        rows = [(key, value) for key, value in result.items()]
+        rows += [("memory per GPU (GB)", f"{extra['memory_gb_per_gpu']:.1f} of {extra['memory_capacity_gb']:.1f}"),
+                 ("acceptance", extra["acceptance"])]
+        print_kv_table(f"speculative step: {extra['draft']} k={extra['k']}, batch {batch}, context {context}", rows,
+                       note=cost_note + "\n" + "tokens_per_step: " + MEAN_LENGTH_CONVENTION)
+        return
     cfg = _resolve(alpha, alphas, acceptance, k, tree, sibling_probs)
     t = cfg.tree
     if cfg.is_chain:
@@ -199,24 +269,19 @@ def evaluate(
     else:
         tokens = float(t.expected_tokens(cfg.tree_probs))
 
-    if real:
-        if not (hardware and model and draft):
-            raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
-        metrics, cost_note = _real_cost_route(hardware, model, draft, tokens, t, batch, context, overhead_ms / 1e3)
-    else:
-        assert draft_cost_ratio is not None
-        metrics = ratio_step_metrics(
-            tokens_per_step=tokens,
-            draft_passes=t.depth,
-            draft_cost_ratio=draft_cost_ratio,
-            batch=batch,
-            verify_tokens_per_seq=t.num_verify_tokens,
-            target_step_time_s=target_step_ms / 1e3,
-            ridge_tokens=ridge_tokens,
-            overhead_time_s=overhead_ms / 1e3,
-        )
-        ridge = "" if ridge_tokens is None else f" up to {ridge_tokens:g} tokens, then x tokens/{ridge_tokens:g}"
-        cost_note = ABSTRACT_NOTE.format(ridge=ridge, t=target_step_ms) + f", c = {draft_cost_ratio:g}"
+    assert draft_cost_ratio is not None
+    metrics = ratio_step_metrics(
+        tokens_per_step=tokens,
+        draft_passes=t.depth,
+        draft_cost_ratio=draft_cost_ratio,
+        batch=batch,
+        verify_tokens_per_seq=t.num_verify_tokens,
+        target_step_time_s=target_step_ms / 1e3,
+        ridge_tokens=ridge_tokens,
+        overhead_time_s=overhead_ms / 1e3,
+    )
+    ridge = "" if ridge_tokens is None else f" up to {ridge_tokens:g} tokens, then x tokens/{ridge_tokens:g}"
+    cost_note = ABSTRACT_NOTE.format(ridge=ridge, t=target_step_ms) + f", c = {draft_cost_ratio:g}"
 
     result: dict[str, Any] = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
     info: dict[str, Any] = {

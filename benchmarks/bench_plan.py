@@ -1,0 +1,62 @@
+"""Speed of the planner (not part of the test run): python benchmarks/bench_plan.py
+
+1. The issue's sweep: 8 drafts x k 0..16 x 64 batch sizes x 16 context lengths x 20 alpha values
+   (about 2.8 million configurations) through `sweep_arrays`, on Llama-3.1-70B / 8x H100.
+2. `specsim plan` on every bundled scenario, wall time with interpreter start (subprocess).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from specsim.drafts import make_draft
+from specsim.hardware import load_hardware
+from specsim.model import load_model
+from specsim.speculate import Target
+from specsim.sweep import sweep_arrays
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sweep_benchmark() -> None:
+    target = load_model("llama-3.1-70b")
+    t = Target(load_hardware("h100-sxm"), target, tp=8)
+    drafts = [make_draft(spec, target) for spec in (
+        "eagle", "eagle2", "eagle3", "medusa", "ngram", "lookahead",
+        {"method": "draft_model", "model": "llama-3.2-1b", "draft_tp": 1},
+        {"method": "draft_model", "model": "llama-3.2-3b", "draft_tp": 1})]
+    batch = np.unique(np.round(np.geomspace(1, 512, 64)))
+    batch = np.linspace(1, 512, 64).round() if len(batch) < 64 else batch
+    context = np.geomspace(512, 131072, 16).round()
+    alphas = np.linspace(0.05, 0.99, 20)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        n = 0
+        for d in drafts:
+            out = sweep_arrays(t, d, 16, batch, context, alphas)
+            n += int(np.broadcast(*out.values()).size)
+        best = min(best, time.perf_counter() - t0)
+    print(f"sweep: {n:,} configurations ({len(drafts)} drafts x k 0..16 x {len(batch)} batches x "
+          f"{len(context)} contexts x {len(alphas)} alphas) in {best:.2f} s (best of 3)")
+
+
+def plan_benchmark() -> None:
+    for path in sorted((ROOT / "scenarios").glob("*.yaml")):
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "specsim.cli", "plan", str(path), "--format", "json"], check=True,
+                           capture_output=True)
+            times.append(time.perf_counter() - t0)
+        print(f"specsim plan {path.name:32s} {min(times):.2f} s wall (best of 3, interpreter start included)")
+
+
+if __name__ == "__main__":
+    sweep_benchmark()
+    plan_benchmark()

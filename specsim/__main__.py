@@ -1,0 +1,5 @@
+"""`python -m specsim ...` runs the CLI."""
+
+from specsim.cli.main import main
+
+main()
