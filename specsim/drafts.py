@@ -100,7 +100,14 @@ class Draft:
 
     @property
     def label(self) -> str:
-        return self.name or self.method
+        """A name unique within a scenario: the user's, or method + model / tree shape."""
+        if self.name:
+            return self.name
+        if self.method == "draft_model" and self.model is not None:
+            return f"draft:{self.model.name}"
+        if self.is_tree:
+            return f"{self.method}:top{self.topk}x{self.num_draft_tokens}"
+        return self.method
 
     @property
     def is_tree(self) -> bool:

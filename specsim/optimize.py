@@ -198,7 +198,8 @@ def plan(s: Scenario) -> Plan:
         notes.append(f"acceptance for {best.label} is a published prior ({best.acceptance.source}); "
                      "measure yours (specsim evaluate --acceptance metrics.txt) before committing")
     return Plan(s, best.method if any(choice) else "none", best.label, buckets, policy, crossover,
-                gain(total), {d.label: gain(c[0]) for c, d in zip(candidates, s.drafts, strict=True)}, None, notes)
+                float(gain(total)), {d.label: float(gain(c[0])) for c, d in zip(candidates, s.drafts, strict=True)},
+                None, notes)
 
 
 def solve_concurrency(t: Target, d: Draft, k: int, rate_rps: float, prompt: int, output: int,

@@ -165,6 +165,9 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
         drafts = tuple(make_draft(d, model, f"drafts[{i}]") for i, d in enumerate(drafts_raw))
     except SpecsimError as exc:
         raise SpecsimError(f"{where}: {exc}") from None
+    labels = [d.label for d in drafts]
+    if dup := sorted({x for x in labels if labels.count(x) > 1}):
+        raise SpecsimError(f"{where}: drafts: more than one draft named {dup[0]!r}; give each a distinct 'name'")
     buckets, arrival = _load(data["load"], where)
     return Scenario(
         name=str(data.get("name") or Path(where).stem), description=str(data.get("description", "")).strip(),

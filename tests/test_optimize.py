@@ -89,7 +89,8 @@ def test_speculation_off_at_large_batch_short_context() -> None:
     # The seed's "when speculation hurts": a draft model on a 70B target stops paying as batch grows.
     s = load_scenario(next(p for p in SCENARIOS if p.stem == "chat-llama70b-h100"))
     p = plan(s)
-    assert p.crossover["draft_model"] is not None and 8 < p.crossover["draft_model"] < 512
+    cross = p.crossover["draft:llama-3.2-1b"]
+    assert cross is not None and 8 < cross < 512
 
 
 def test_little_law_fixed_point() -> None:
