@@ -17,7 +17,7 @@ from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.forward import FAMILIES, breakdown
 from specsim.measurements import predict_table, read_measurements, resolver
-from specsim.ops import PassShape, layer_ops, make_shape
+from specsim.ops import PassShape, head_ops, layer_ops, make_shape
 
 hardware_app = typer.Typer(help="Hardware profiles: list and show.", no_args_is_help=True)
 models_app = typer.Typer(help="Model catalogue: list and show.", no_args_is_help=True)
@@ -115,14 +115,14 @@ def _ops_rows(hardware: str, model: str, tp: int, dtype: str, kv_dtype: str, tok
 def ops(hardware: HardwareOpt, model: ModelOpt, tokens: TokensOpt = "1,2,4,8,16,32,64,128,256,512",
         batch: BatchOpt = 1, context: ContextOpt = 1024, tp: TpOpt = 1, dtype: DtypeOpt = "bf16",
         kv_dtype: KvDtypeOpt = "bf16", fmt: Fmt = "table") -> None:
-    """Per-op FLOPs, bytes and time of ONE layer, for each new-token count per sequence.
+    """Per-op FLOPs, bytes and time of one layer, plus the pass's embedding, LM head and sampling.
 
-    `tokens` is the total new tokens in the pass (batch x tokens per sequence).
+    `tokens` in the output is the total new tokens in the pass (batch x tokens per sequence).
     """
     check_format(fmt)
     shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context)
     rows = []
-    for op in layer_ops(m, hw, shape):
+    for op in layer_ops(m, hw, shape) + head_ops(m, hw, shape):
         for i, t in enumerate(shape.tokens):
             rows.append({"op": op.name, "tokens": int(t), "flops": float(op.flops[i]), "bytes": float(op.bytes_[i]),
                          "time_ms": float(op.time_s[i]) * 1e3, "bound": str(op.bound[i])})

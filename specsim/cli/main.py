@@ -36,11 +36,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # click usage errors (typer vendors click, so match on its exception API, not its class)
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
-            sys.exit(2)
+            sys.exit(exc.exit_code)
         raise
     sys.exit(code if isinstance(code, int) else 0)
