@@ -40,15 +40,18 @@ def evaluate_draft(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: 
                    alpha_scale: float = 1.0) -> Evaluated:
     rows: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
     ok = []
+    # A measured acceptance profile without an i.i.d. tail describes k up to its positions only:
+    # deeper k are not candidates (marked infeasible) rather than extrapolated.
+    k_known = max_k if d.acceptance.max_k is None or d.method == "none" else min(max_k, d.acceptance.max_k)
     for k in range(max_k + 1):
-        m = config_metrics(t, d, k, batch, context, alpha_scale).as_dict()
+        m = config_metrics(t, d, min(k, k_known), batch, context, alpha_scale).as_dict()
         for f in FIELDS:
             rows[f].append(np.broadcast_to(m[f], batch.shape))
-        ok.append(fits(t, d, k, batch, context))
+        ok.append(fits(t, d, k, batch, context) & (k <= k_known))
     return Evaluated(d, {f: np.stack(v) for f, v in rows.items()}, np.stack(ok))
 
 
-def _score(values: dict[str, np.ndarray], feasible: np.ndarray, weights: np.ndarray, objective: str,
+def score_configs(values: dict[str, np.ndarray], feasible: np.ndarray, weights: np.ndarray, objective: str,
            slo: float | None) -> np.ndarray:
     """Objective per k (higher is better) over points weighted by `weights` (last axis)."""
     thr = (values["throughput_tok_s"] * weights).sum(-1)
@@ -60,8 +63,7 @@ def _score(values: dict[str, np.ndarray], feasible: np.ndarray, weights: np.ndar
         score = -lat
     else:  # throughput subject to the per-token latency SLO; if nothing meets it, the fastest
         assert slo is not None
-        score = np.where(lat <= slo, thr, -lat)
-        score = np.where(lat <= slo, score + 1e12, score)
+        score = np.where(lat <= slo, thr, -lat)  # any config meeting the SLO beats every one that misses
     return np.where(ok, score, -np.inf)
 
 
@@ -93,7 +95,7 @@ class Plan:
 TIE = 0.01  # scores within 1% count as a tie, broken towards the smaller k (fewer wasted tokens)
 
 
-def _pick(score: np.ndarray) -> int:
+def pick_k(score: np.ndarray) -> int:
     """The smallest k whose score is within TIE of the best; -1 when nothing fits in memory."""
     best = score.max()
     if not np.isfinite(best):
@@ -102,7 +104,7 @@ def _pick(score: np.ndarray) -> int:
     return int(np.flatnonzero(score >= best - margin)[0])
 
 
-def _bucket_points(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def bucket_points(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     batch, ctx, share, owner = [], [], [], []
     for i, b in enumerate(buckets):
         for c, s in b.contexts:
@@ -119,41 +121,95 @@ def _rows(ev: Evaluated, k: int, idx: np.ndarray, batch: np.ndarray, ctx: np.nda
             for i in idx]
 
 
-def _policy_over_batch(t: Target, d: Draft, s: Scenario, pooled: list[tuple[int, float]]) -> tuple[
-        list[dict[str, Any]], int | None, np.ndarray, np.ndarray]:
-    """Best k for draft d at each batch of a grid (contexts pooled over the load): segments and the
-    first batch where speculation stops paying (k* = 0)."""
-    top = max([b.batch for b in s.buckets] + [64]) * 2
-    grid = np.unique(np.round(np.geomspace(1, top, 48)).astype(int))
-    cvals = np.array([c for c, _ in pooled], float)
-    cw = np.array([w for _, w in pooled])
-    bb, cc = np.meshgrid(grid.astype(float), cvals, indexing="ij")
-    ev = evaluate_draft(t, d, s.max_k, bb.ravel(), cc.ravel())
-    vals = {f: v.reshape(s.max_k + 1, len(grid), len(cvals)) for f, v in ev.values.items()}
-    feas = ev.feasible.reshape(s.max_k + 1, len(grid), len(cvals))
-    score = _score(vals, feas, cw, s.objective, s.slo_ms_per_token)  # [k, grid]
-    best_k = np.array([_pick(score[:, j]) for j in range(len(grid))])
-    # Engines take a schedule that never raises k with load (vLLM num_speculative_tokens_per_batch_size,
-    # TensorRT-LLM draft_len_schedule): keep the running minimum, which also irons out tile-boundary
-    # zig-zags of a few percent. Bucket choices above stay exact.
-    fit_mask = best_k >= 0
-    best_k[fit_mask] = np.minimum.accumulate(best_k[fit_mask])
+def _grid_scores(t: Target, d: Draft, s: Scenario, grid: np.ndarray,
+                 contexts: list[tuple[tuple[int, float], ...]]) -> tuple[np.ndarray, Evaluated, np.ndarray]:
+    """Objective score [k, point] of draft d at each grid batch, each point with its own contexts."""
+    bb, cc, ww, owner = [], [], [], []
+    for j, (b, ctxs) in enumerate(zip(grid, contexts, strict=True)):
+        for c, w in ctxs:
+            bb.append(b)
+            cc.append(c)
+            ww.append(w)
+            owner.append(j)
+    owner_a = np.array(owner)
+    ev = evaluate_draft(t, d, s.max_k, np.array(bb, float), np.array(cc, float))
+    score = np.stack([score_configs({f: v[:, owner_a == j] for f, v in ev.values.items()},
+                                    ev.feasible[:, owner_a == j], np.array(ww)[owner_a == j], s.objective,
+                                    s.slo_ms_per_token) for j in range(len(grid))], axis=1)
+    return score, ev, owner_a
+
+
+def monotone_schedule(score: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The k per grid point (batch ascending) that never rises with batch and loses the least.
+
+    Engines schedule k by batch size and expect it to fall with load (vLLM
+    num_speculative_tokens_per_batch_size, TensorRT-LLM draft_len_schedule). Tile steps make the
+    unconstrained best k zig-zag by a percent or two; dynamic programming over (point, k) picks the
+    non-increasing sequence with the largest weighted sum of relative scores (1 = the point's best),
+    with a slight preference for smaller k. Points where nothing fits in memory get -1.
+    """
+    n_k, n = score.shape
+    best = score.max(axis=0)
+    ok = np.isfinite(best)
+    with np.errstate(invalid="ignore"):
+        rel = 1.0 - (best - score) / np.maximum(np.abs(best), 1e-300) - 1e-4 * np.arange(n_k)[:, None]
+    rel = np.where(np.isfinite(score), rel, -1e9)
+    idx = np.flatnonzero(ok)
+    out = np.full(n, -1)
+    if not idx.size:
+        return out
+    dp = np.zeros((len(idx), n_k))
+    arg = np.zeros((len(idx), n_k), dtype=int)
+    dp[0] = weight[idx[0]] * rel[:, idx[0]]
+    for i in range(1, len(idx)):
+        # best predecessor with k' >= k: suffix maximum of the previous row
+        prev = dp[i - 1]
+        suf_arg = np.array([k + int(np.argmax(prev[k:])) for k in range(n_k)])
+        dp[i] = weight[idx[i]] * rel[:, idx[i]] + prev[suf_arg]
+        arg[i] = suf_arg
+    k = int(np.argmax(dp[-1]))
+    for i in range(len(idx) - 1, -1, -1):
+        out[idx[i]] = k
+        k = arg[i, k]
+    return out
+
+
+def _segments(grid: np.ndarray, ks: np.ndarray) -> list[dict[str, Any]]:
     segments: list[dict[str, Any]] = []
-    for b, k in zip(grid, best_k, strict=True):
+    for b, k in zip(grid, ks, strict=True):
         if segments and segments[-1]["k"] == int(k):
             segments[-1]["batch_to"] = int(b)
         else:
             segments.append({"batch_from": int(b), "batch_to": int(b), "k": int(k)})
-    off = [int(b) for b, k in zip(grid, best_k, strict=True) if k == 0]
-    speedup = (vals["speedup"] * cw).sum(-1)[best_k.clip(0), np.arange(len(grid))]
-    return segments, (off[0] if off else None), grid, speedup
+    return segments
+
+
+def _batch_grid(s: Scenario) -> np.ndarray:
+    top = max([b.batch for b in s.buckets] + [64]) * 2
+    return np.unique(np.concatenate([np.round(np.geomspace(1, top, 48)), [b.batch for b in s.buckets]]).astype(int))
+
+
+def _pooled(s: Scenario) -> tuple[tuple[int, float], ...]:
+    pooled: dict[int, float] = {}
+    for b in s.buckets:
+        for c, w in b.contexts:
+            pooled[c] = pooled.get(c, 0.0) + w * b.weight
+    return tuple(sorted(pooled.items()))
+
+
+def crossover_batch(t: Target, d: Draft, s: Scenario) -> int | None:
+    """First batch of the grid (contexts pooled over the load) where d's best k is 0."""
+    grid = _batch_grid(s)
+    score, _, _ = _grid_scores(t, d, s, grid, [_pooled(s)] * len(grid))
+    off = [int(b) for j, b in enumerate(grid) if pick_k(score[:, j]) == 0]
+    return off[0] if off else None
 
 
 def plan(s: Scenario) -> Plan:
     t = target_of(s)
     if s.arrival is not None:
         return _plan_arrival(s, t)
-    batch, ctx, share, owner = _bucket_points(s.buckets)
+    batch, ctx, share, owner = bucket_points(s.buckets)
     none = make_draft("none", s.model)
     base = evaluate_draft(t, none, 0, batch, ctx)
     candidates = []
@@ -162,9 +218,9 @@ def plan(s: Scenario) -> Plan:
         choice, total = [], 0.0
         for i, b in enumerate(s.buckets):
             idx = np.flatnonzero(owner == i)
-            sc = _score({f: v[:, idx] for f, v in ev.values.items()}, ev.feasible[:, idx], share[idx],
+            sc = score_configs({f: v[:, idx] for f, v in ev.values.items()}, ev.feasible[:, idx], share[idx],
                         s.objective, s.slo_ms_per_token)
-            k = max(_pick(sc), 0)
+            k = max(pick_k(sc), 0)
             choice.append(k)
             val = {f: (ev.values[f][k, idx] * share[idx]).sum() for f in ("throughput_tok_s", "ms_per_token")}
             total += b.weight * (val["throughput_tok_s"] if s.objective != "latency" else -val["ms_per_token"])
@@ -177,7 +233,22 @@ def plan(s: Scenario) -> Plan:
     def gain(total: float) -> float:
         return total / base_total if s.objective != "latency" else base_total / total
 
-    total, best, ev, choice = max(candidates, key=lambda c: c[0])
+    _, best, ev, _ = max(candidates, key=lambda c: c[0])
+    # The deployed policy: one non-increasing schedule of k over batch for the chosen method. Grid
+    # points at a bucket's batch use that bucket's contexts and weigh by its share of the day.
+    grid = _batch_grid(s)
+    at = {b.batch: i for i, b in enumerate(s.buckets)}
+    ctxs = [s.buckets[at[int(g)]].contexts if int(g) in at else _pooled(s) for g in grid]
+    score, _, _ = _grid_scores(t, best, s, grid, ctxs)
+    weight = np.array([1.0 + 100.0 * sum(b.weight for b in s.buckets if b.batch == g) for g in grid])
+    schedule = monotone_schedule(score, weight)
+    policy = _segments(grid, schedule)
+    choice = [max(int(schedule[int(np.flatnonzero(grid == b.batch)[0])]), 0) for b in s.buckets]
+    total = 0.0
+    for i, b in enumerate(s.buckets):
+        idx = np.flatnonzero(owner == i)
+        val = {f: (ev.values[f][choice[i], idx] * share[idx]).sum() for f in ("throughput_tok_s", "ms_per_token")}
+        total += b.weight * (val["throughput_tok_s"] if s.objective != "latency" else -val["ms_per_token"])
     buckets = []
     for i, b in enumerate(s.buckets):
         idx = np.flatnonzero(owner == i)
@@ -185,13 +256,15 @@ def plan(s: Scenario) -> Plan:
         buckets.append(BucketPlan(b, best.label if k else "none", best.method if k else "none", k,
                                   _rows(ev, k, idx, batch, ctx, share), _rows(base, 0, idx, batch, ctx, share),
                                   bool(base.feasible[0, idx].all())))
-    pooled: dict[int, float] = {}
-    for b in s.buckets:
-        for c, w in b.contexts:
-            pooled[c] = pooled.get(c, 0.0) + w * b.weight
-    policy, _, _, _ = _policy_over_batch(t, best, s, sorted(pooled.items()))
-    crossover = {d.label: _policy_over_batch(t, d, s, sorted(pooled.items()))[1] for d in s.drafts}
+    crossover = {d.label: crossover_batch(t, d, s) for d in s.drafts}
     notes = []
+    if s.objective == "slo":
+        assert s.slo_ms_per_token is not None
+        for bp in buckets:
+            worst = max(r["ms_per_token"] for r in bp.rows)
+            if worst > s.slo_ms_per_token:
+                notes.append(f"bucket {bp.bucket.name} misses the SLO ({worst:.1f} > {s.slo_ms_per_token:g} ms/token) "
+                             "even with its best configuration: lower its batch (more replicas)")
     if not all(bp.fits for bp in buckets):
         notes.append("some buckets do not fit in memory even without speculation: add GPUs or shorten contexts")
     if (best.acceptance.source and "Spec-Bench" in best.acceptance.source) or "paper" in best.acceptance.source:

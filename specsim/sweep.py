@@ -34,7 +34,10 @@ def sweep_arrays(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: np
     over = np.where(k > 0, rl.memory_op_time_s(b * k * m.vocab * 8.0, hw, 2.0), 0.0)
     ks = np.arange(max_k + 1)
     if alphas is None:
-        tps = np.array([d.tokens_per_step(int(kk)) for kk in ks])[None, :]
+        # k beyond a measured profile's positions (no i.i.d. tail) is unknown: NaN, not extrapolated
+        k_known = max_k if d.acceptance.max_k is None else d.acceptance.max_k
+        tps = np.array([d.tokens_per_step(int(kk)) if kk <= k_known or d.method == "none" else np.nan
+                        for kk in ks])[None, :]
     elif d.is_tree:
         tps = np.array([[Draft(d.method, type(d.acceptance).from_alpha(float(a)), topk=d.topk,
                                num_draft_tokens=d.num_draft_tokens).tokens_per_step(int(kk)) for kk in ks]

@@ -19,7 +19,13 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each command module adds its commands to `app`; imported here so that `main` stays thin.
-    from specsim.cli import costs, plan, spec  # noqa: F401
+    from specsim.cli import (  # noqa: F401
+        calib,
+        costs,
+        plan,
+        report,
+        spec,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
