@@ -31,6 +31,12 @@ class Efficiency:
     ridge_sharpness: float = 2.0  # p of the p-norm joining compute and memory time (inf = max())
     cta_k_overhead: float = 64.0  # pipeline fill/drain per output tile, in K elements
     attention_compute: float = 0.55  # fraction of dense peak reached by attention's matmuls
+    l2_bw_tb_per_s: float = 12.0  # L2 -> SM bandwidth, all SMs: bounds a tile's operand stream
+    small_tile_efficiency: float = 1.0  # tensor-core rate of 64-row tiles relative to 128/256-row ones
+    streamk_fixup_tiles: float = 0.5  # stream-K's extra work per SM for partial-tile fix-up, in tiles
+    bw_ramp_ctas_frac: float = 0.05  # fraction of SMs that must hold a CTA for HBM to stream at full rate
+    power_throttle: float = 0.0  # slowdown of long compute-bound kernels at the power limit (0 = none)
+    throttle_tau_ms: float = 1.0  # kernel time at which half of power_throttle applies
     source: str = "datasheet defaults"
 
     FITTABLE = (
@@ -40,17 +46,30 @@ class Efficiency:
         "ridge_sharpness",
         "cta_k_overhead",
         "attention_compute",
+        "l2_bw_tb_per_s",
+        "small_tile_efficiency",
+        "streamk_fixup_tiles",
+        "bw_ramp_ctas_frac",
+        "power_throttle",
+        "throttle_tau_ms",
     )
+    NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles")
+    FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac")
 
 
 @dataclass(frozen=True)
 class Interconnect:
-    """Scale-up fabric per GPU; all-reduce time = latency + 2(n-1)/n * bytes / busbw (NCCL docs)."""
+    """Scale-up fabric per GPU; all-reduce time = latency + 2(n-1)/n * bytes / busbw (NCCL docs).
+
+    `allreduce_by_world_size` maps a GPU count to its own fitted (latency_s, busbw_bytes_per_s,
+    sharpness), the p of the p-norm joining latency and transfer (roofline.allreduce_time_s).
+    """
 
     kind: str
     link_bw_bytes_per_s: float
     allreduce_busbw_bytes_per_s: float
     allreduce_latency_s: float
+    allreduce_by_world_size: dict[int, tuple[float, float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,10 @@ class HardwareProfile:
                 "link_bw_gb_per_s": self.interconnect.link_bw_bytes_per_s / 1e9,
                 "allreduce_busbw_gb_per_s": self.interconnect.allreduce_busbw_bytes_per_s / 1e9,
                 "allreduce_latency_us": self.interconnect.allreduce_latency_s * 1e6,
+                **({"allreduce_by_world_size": {
+                    int(n): {"latency_us": lat * 1e6, "busbw_gb_per_s": bw / 1e9, "sharpness": p}
+                    for n, (lat, bw, p) in sorted(self.interconnect.allreduce_by_world_size.items())}}
+                   if self.interconnect.allreduce_by_world_size else {}),
             },
             "launch_overhead_us": self.launch_overhead_s * 1e6,
             "efficiency": eff,
@@ -144,10 +167,41 @@ def _efficiency(raw: Any, where: str) -> Efficiency:
         if key == "source":
             values[key] = str(value)
             continue
+        if key in Efficiency.NONNEGATIVE:
+            value = require(raw, key, f"{where}: efficiency")
+            if not float(value) >= 0:
+                raise SpecsimError(f"{where}: efficiency: field '{key}' must be >= 0, got {value}")
+            values[key] = float(value)
+            continue
         values[key] = positive(raw, key, f"{where}: efficiency")
-        if key in ("gemm_compute", "memory", "attention_compute") and values[key] > 1:
+        if key in Efficiency.FRACTIONS and values[key] > 1:
             raise SpecsimError(f"{where}: efficiency.{key} must be in (0, 1], got {values[key]}")
     return Efficiency(**values)
+
+
+def _allreduce_table(raw: Any, where: str) -> dict[int, tuple[float, float, float]]:
+    """interconnect.allreduce_by_world_size: {n: {latency_us, busbw_gb_per_s, sharpness}}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'allreduce_by_world_size' must be a mapping of GPU count to "
+                           "{latency_us, busbw_gb_per_s, sharpness}")
+    table: dict[int, tuple[float, float, float]] = {}
+    for key, entry in raw.items():
+        w = f"{where}.allreduce_by_world_size.{key}"
+        try:
+            n = int(key)
+        except (TypeError, ValueError):
+            raise SpecsimError(f"{w}: the key must be a GPU count (an integer >= 2)") from None
+        if n < 2 or not isinstance(entry, dict):
+            raise SpecsimError(f"{w}: expected GPU count >= 2 mapped to {{latency_us, busbw_gb_per_s, sharpness}}")
+        unknown = set(entry) - {"latency_us", "busbw_gb_per_s", "sharpness"}
+        if unknown:
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} "
+                               "(allowed: busbw_gb_per_s, latency_us, sharpness)")
+        table[n] = (positive(entry, "latency_us", w) * 1e-6, positive(entry, "busbw_gb_per_s", w) * 1e9,
+                    float(positive(entry, "sharpness", w)) if "sharpness" in entry else 1.0)
+    return table
 
 
 def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
@@ -186,6 +240,7 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
             link_bw_bytes_per_s=positive(ic, "link_bw_gb_per_s", icw) * 1e9,
             allreduce_busbw_bytes_per_s=positive(ic, "allreduce_busbw_gb_per_s", icw) * 1e9,
             allreduce_latency_s=positive(ic, "allreduce_latency_us", icw) * 1e-6,
+            allreduce_by_world_size=_allreduce_table(ic.get("allreduce_by_world_size"), icw),
         ),
         launch_overhead_s=positive(data, "launch_overhead_us", where) * 1e-6,
         efficiency=_efficiency(data.get("efficiency"), where),

@@ -1,0 +1,153 @@
+"""Commands about measurements: bench (time kernels), import (public data), calibrate (fit a profile)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+
+from specsim.cli._tables import check_format, emit, emit_mapping
+from specsim.cli.main import app
+from specsim.errors import SpecsimError
+
+import_app = typer.Typer(help="Convert public profiling data to the measurement schema.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+Fmt = Annotated[str, typer.Option("--format", "-f", help="table | csv | json")]
+
+
+@app.command()
+def bench(
+    device: Annotated[str, typer.Option("--device", help="cuda | cpu")],
+    model: Annotated[str, typer.Option("--model", "-m", help="catalogue name or path to a config.json")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="measurement CSV to write (+ sidecar .json)")],
+    tp: Annotated[int, typer.Option("--tp", help="tensor-parallel degree of the shapes")] = 1,
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16 | fp16 | fp32")] = "bf16",
+    quick: Annotated[bool, typer.Option("--quick", help="a few shapes and token counts (seconds)")] = False,
+    ops: Annotated[str, typer.Option("--ops", help="comma list of gemm, attention, memcpy, peak, allreduce")] = (
+        "gemm,attention,memcpy,peak,allreduce"),
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="progress bar on stderr")] = True,
+) -> None:
+    """Time the model's GEMMs, attention, memory copies, peak matmul (and all-reduce) with PyTorch.
+
+    Writes the measurement schema to OUTPUT, a sidecar JSON of metadata (device, driver, CUDA and
+    torch versions, dtype, date) and, on CPU, a base profile YAML for `calibrate`. Ctrl-C stops
+    the sweep and keeps what was measured.
+    """
+    from specsim import bench as bench_mod
+    from specsim.model import load_model
+
+    spec = load_model(model)
+    op_list = tuple(o.strip() for o in ops.split(",") if o.strip())
+    result = bench_mod.run_bench(device, spec, tp, dtype, quick, op_list, progress)
+    paths = bench_mod.write_bench(result, output, dtype)
+    summary = ", ".join(str(p) for p in paths)
+    meta = result.meta
+    extra = []
+    if "peak_matmul_tflops" in meta:
+        extra.append(f"peak matmul {meta['peak_matmul_tflops']:.3g} TFLOP/s")
+    if "copy_bw_gb_per_s" in meta:
+        extra.append(f"copy {meta['copy_bw_gb_per_s']:.3g} GB/s")
+    print(f"wrote {summary}: {meta['rows']} rows on {meta.get('device_name')}"
+          + (f" ({'; '.join(extra)})" if extra else ""))
+    if result.interrupted:
+        print("interrupted: kept the rows measured so far", file=sys.stderr)
+        raise typer.Exit(130)
+
+
+@import_app.command("vidur")
+def import_vidur_cmd(
+    directory: Annotated[Path, typer.Argument(help="folder laid out as Vidur's data/profiling (compute/, network/)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="measurement CSV to write")],
+) -> None:
+    """Linear-layer timings (gemm rows) and single-node NCCL all-reduce timings (allreduce rows)."""
+    from specsim.calibrate import write_atomic
+    from specsim.importers import import_vidur
+
+    df = import_vidur(directory)
+    write_atomic(output, df.to_csv(index=False))
+    counts = df.groupby(["device", "op"]).size()
+    print(f"wrote {output}: {len(df)} rows (" + ", ".join(f"{d} {o}: {n}" for (d, o), n in counts.items()) + ")")
+
+
+@app.command()
+def calibrate(
+    measurements: Annotated[Path, typer.Argument(help="measurement CSV (bench, import or your own)")],
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="base profile: bundled name or YAML path")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="fitted profile YAML to write")],
+    holdout: Annotated[str | None, typer.Option(
+        "--holdout", help="rows kept out of the fit and reported apart: COLUMN=V1,V2 or COLUMN!=V")] = None,
+    params: Annotated[str | None, typer.Option(
+        "--params", help="what to fit: 'a,b' exactly, '+a,b' defaults plus; 'allreduce' = its 3 parameters")] = None,
+    ops: Annotated[str | None, typer.Option("--ops", help="use only these ops' rows (comma list)")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="also report errors per value of this column")] = None,
+    max_rel_std: Annotated[float, typer.Option(
+        "--max-rel-std", help="drop rows whose std_ms exceeds this fraction of time_ms (0 = keep all)")] = 1.0,
+    name: Annotated[str | None, typer.Option("--name", help="name of the fitted profile")] = None,
+    plots: Annotated[Path | None, typer.Option(
+        "--plots", help="folder for the figures (default: beside OUTPUT)")] = None,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="skip the figures")] = False,
+    all_devices: Annotated[bool, typer.Option("--all-devices", help="use rows of every device")] = False,
+    starts: Annotated[int, typer.Option("--starts", help="fits from this many starting points; best kept")] = 1,
+    from_defaults: Annotated[bool, typer.Option(
+        "--from-defaults", help="start from default efficiencies, not the base profile's (a fit from scratch: "
+        "nothing the base was fitted on leaks into parameters left unfitted)")] = False,
+    fmt: Fmt = "table",
+) -> None:
+    """Fit the profile's efficiency and overhead (and all-reduce) parameters to measured timings.
+
+    Robust least squares on relative error; parameters the rows cannot determine are refused. Prints
+    the error overall, per op and per token band on the fitted and the held-out rows, writes the
+    profile YAML (with its provenance) that every other command accepts, and draws
+    predicted-vs-measured and error-vs-size figures.
+    """
+    from specsim import calibrate as cal
+    from specsim.hardware import load_hardware
+    from specsim.measurements import read_measurements
+
+    check_format(fmt)
+    if starts < 1:
+        raise SpecsimError(f"--starts must be >= 1, got {starts}")
+    if max_rel_std < 0:
+        raise SpecsimError(f"--max-rel-std must be >= 0, got {max_rel_std}")
+    if output.suffix not in (".yaml", ".yml"):
+        raise SpecsimError(f"--output must end in .yaml or .yml, got {output}")
+    with warnings.catch_warnings():  # pandas' mixed-type note on sparse text columns (e.g. topology)
+        warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+        df = read_measurements(measurements)
+    base = load_hardware(hardware)
+    if from_defaults:
+        import dataclasses
+
+        from specsim.hardware import Efficiency
+
+        base = dataclasses.replace(base, efficiency=Efficiency())
+    op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
+    result = cal.calibrate(df, base, params=params, holdout=holdout, max_rel_std=max_rel_std, ops=op_list,
+                           all_devices=all_devices, by=by, starts=starts)
+    fitted = cal.fitted_profile(result, measurements, holdout, name)
+    figs = []
+    if not no_plots:
+        from specsim.plots_calibration import calibration_plots
+
+        folder = plots or output.parent
+        if not folder.is_dir():
+            raise SpecsimError(f"--plots: {folder} is not a folder")
+        figs = calibration_plots(result.rows, folder, output.stem, fitted.name)
+    cal.write_profile(fitted, output)
+    notes = [f"{k}: {v} row(s)" for k, v in result.skipped.items()]
+    if result.dropped_noisy:
+        notes.append(f"{result.dropped_noisy} row(s) dropped with std_ms > {max_rel_std:g} x time_ms")
+    if notes:
+        print("skipped " + "; ".join(notes), file=sys.stderr)
+    emit(result.report, fmt, f"calibration of {base.name}: mean absolute error (%)")
+    values = {k: round(v, 4) for k, v in cal.fitted_values(fitted).items() if k in result.params}
+    for n, (lat, bw, p) in (fitted.interconnect.allreduce_by_world_size.items() if result.allreduce else []):
+        values[f"allreduce[{n}]"] = f"latency {lat * 1e6:.1f} us, busbw {bw / 1e9:.0f} GB/s, sharpness {p:.2f}"
+    if fmt == "table":
+        emit_mapping(values, fmt, "fitted parameters")
+        print(f"wrote {output}" + (f" and {', '.join(str(f) for f in figs)}" if figs else ""))
