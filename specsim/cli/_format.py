@@ -23,10 +23,11 @@ from specsim.errors import SpecsimError
 FORMATS = ("table", "csv", "json")
 
 
-def check_format(fmt: str) -> None:
-    """SpecsimError unless ``fmt`` is one of table | csv | json."""
-    if fmt not in FORMATS:
-        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
+def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
+    """``fmt`` itself, or SpecsimError unless it is one of ``allowed`` (table | csv | json)."""
+    if fmt not in allowed:
+        raise SpecsimError(f"--format must be one of {' | '.join(allowed)}, got {fmt!r}")
+    return fmt
 
 
 def plain(value: Any) -> Any:

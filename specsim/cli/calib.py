@@ -10,7 +10,7 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from specsim.cli._tables import check_format, emit, emit_mapping
+from specsim.cli._format import check_format, emit, emit_mapping
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 

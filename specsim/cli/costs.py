@@ -12,7 +12,7 @@ import typer
 
 from specsim import hardware as hwmod
 from specsim import model as modelmod
-from specsim.cli._tables import check_format, emit, emit_mapping, parse_int_list
+from specsim.cli._format import check_format, emit, emit_mapping, parse_int_list
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.forward import FAMILIES, breakdown
