@@ -6,21 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _cli import run
 
 from specsim import bench
-from specsim.cli.main import main
 from specsim.errors import SpecsimError
 from specsim.model import load_model
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_linear_shapes_follow_the_megatron_split() -> None:

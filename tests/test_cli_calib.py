@@ -6,20 +6,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import run
 
 from specsim import roofline as rl
-from specsim.cli.main import main
 from specsim.hardware import load_hardware
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -5,18 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from specsim.cli.main import main
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from _cli import run
 
 
 def test_hardware_and_models_commands(capsys) -> None:

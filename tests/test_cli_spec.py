@@ -4,8 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from specsim.cli.main import main
+from _cli import run
 
 DATA = Path(__file__).parent / "data"
 
@@ -31,16 +30,6 @@ REQUIRED = (
     "throughput_tok_s",
     "ms_per_token",
 )
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def evaluate_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:

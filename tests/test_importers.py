@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import run
 
-from specsim.cli.main import main
 from specsim.errors import SpecsimError
 from specsim.importers import import_vidur
 from specsim.measurements import read_measurements
@@ -67,16 +67,6 @@ def test_missing_columns_and_empty_tree(tmp_path: Path) -> None:
     pd.DataFrame({"n_head": [1]}).to_csv(bad / "mlp.csv", index=False)
     with pytest.raises(SpecsimError, match="missing column"):
         import_vidur(tmp_path)
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_import_writes_readable_measurements(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
