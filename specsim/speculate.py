@@ -65,9 +65,10 @@ def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: A
     m = t.model
     q = float(d.verify_tokens_per_seq(k)) if k else 1.0
     weights = m.n_params() * weight_bytes(t.weight_dtype) / t.tp
-    kv_heads_per_gpu = max(m.n_kv_heads / t.tp, 1.0) if not m.is_mla else 1.0
-    kv_scale = kv_heads_per_gpu / (m.n_kv_heads if not m.is_mla else 1.0)
-    kv = b * (ctx + q) * m.kv_bytes_per_token(t.kv_dtype) * (kv_scale if not m.is_mla else 1.0)
+    # Each GPU caches its share of the KV heads (replicated when tp > KV heads); MLA's latent is
+    # replicated on every GPU.
+    share = 1.0 if m.is_mla else max(m.n_kv_heads / t.tp, 1.0) / m.n_kv_heads
+    kv = b * (ctx + q) * m.kv_bytes_per_token(t.kv_dtype) * share
     dw, dkv = memory_bytes_per_gpu(d, m, b, ctx + q, t.tp, t.weight_dtype, t.kv_dtype) if k else (0 * b, 0 * b)
     total = weights + kv + dw + dkv
     return {"weights": np.full(b.shape, weights), "kv_cache": kv, "draft_weights": dw, "draft_kv": dkv,

@@ -205,3 +205,17 @@ def test_objectives_at_fixed_batch_and_slo_flag() -> None:
     slo = plan(parse_scenario({**base, "objective": "slo", "slo_ms_per_token": (quiet + busy) / 2}, "x"))
     assert any("bucket bucket0 misses the SLO" in n for n in slo.notes)
     assert not any("bucket1" in n for n in slo.notes)
+
+
+def test_memory_per_gpu_by_hand() -> None:
+    from specsim.drafts import make_draft
+    from specsim.speculate import memory_per_gpu
+
+    s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-70b", "tp": 8, "drafts": ["eagle3"],
+                        "load": {"buckets": [{"batch": 10}]}}, "x")
+    t = target_of(s)
+    mem = memory_per_gpu(t, make_draft("none", t.model), 0, 10, 1000)
+    # 8 KV heads over 8 GPUs: one head each, 80 layers x (K, V) x 128 dims x 2 bytes per token
+    assert mem["kv_cache"] == pytest.approx(10 * 1001 * 80 * 2 * 128 * 2)
+    assert mem["weights"] == pytest.approx(t.model.n_params() * 2 / 8)
+    assert mem["capacity"] == pytest.approx(80e9 * 0.9)
