@@ -326,7 +326,11 @@ def validate(
         raise SpecsimError(f"--samples must be >= 100, got {samples}")
     from specsim.validate import run_validation  # scipy and the sampler only when asked for
 
-    rows = run_validation(seed=seed, n_steps=samples, n_runs=samples)
+    from rich.console import Console
+
+    # a spinner on stderr while the sampler runs (seconds); stdout stays clean for --format json
+    with Console(stderr=True).status(f"sampling {samples:,} speculative steps and sequences per check..."):
+        rows = run_validation(seed=seed, n_steps=samples, n_runs=samples)
     failed = sum(not r.passed for r in rows)
     if fmt == "json":
         print_json({"seed": seed, "samples": samples, "failed": failed, "checks": [r.as_dict() for r in rows]})
