@@ -324,9 +324,9 @@ def validate(
         raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
     if samples < 100:
         raise SpecsimError(f"--samples must be >= 100, got {samples}")
-    from specsim.validate import run_validation  # scipy and the sampler only when asked for
-
     from rich.console import Console
+
+    from specsim.validate import run_validation  # scipy and the sampler only when asked for
 
     # a spinner on stderr while the sampler runs (seconds); stdout stays clean for --format json
     with Console(stderr=True).status(f"sampling {samples:,} speculative steps and sequences per check..."):
