@@ -14,11 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specsim import capacity as capacity_mod
 from specsim import report as rp
 from specsim.acceptance import AcceptanceProfile
 from specsim.cli.main import main
+from specsim.drafts import make_draft
 from specsim.errors import SpecsimError
 from specsim.optimize import plan
+from specsim.report_html import markdown_to_html
 from specsim.scenario import load_scenario, parse_scenario
 from specsim.summary import plan_dict
 
@@ -243,16 +246,16 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
     a = s.arrival
     assert a is not None and c.plan.arrival is not None and c.draft is not None
     assert rm.slo_ms == pytest.approx(c.plan.arrival["baseline_ms_per_token"])
-    none = rp.make_draft("none", s.model)
-    base = rp.solver_max_rate(c.t, none, 0, a, rm.slo_ms, rp.max_rate_rps(rm.curves[0], rm.slo_ms, rm.prefill_s,
-                                                                          a.output_tokens))
+    none = make_draft("none", s.model)
+    estimate = capacity_mod.max_rate_rps(rm.curves[0], rm.slo_ms, rm.prefill_s, a.output_tokens)
+    base = capacity_mod.solver_max_rate(c.t, none, 0, a, rm.slo_ms, estimate)
     assert base == pytest.approx(a.rate_rps, rel=0.01)
     for k in (2, 4):
-        est = rp.max_rate_rps(rm.curves[k], rm.slo_ms, rm.prefill_s, a.output_tokens)
-        cap = rp.solver_max_rate(c.t, c.draft, k, a, rm.slo_ms, est)
+        est = capacity_mod.max_rate_rps(rm.curves[k], rm.slo_ms, rm.prefill_s, a.output_tokens)
+        cap = capacity_mod.solver_max_rate(c.t, c.draft, k, a, rm.slo_ms, est)
         assert cap > 1.5 * base and cap == pytest.approx(est, rel=0.1)
-        assert rp.latency_at_rate_ms(c.t, c.draft, k, a, cap) <= rm.slo_ms
-        assert rp.latency_at_rate_ms(c.t, c.draft, k, a, cap * 1.01) > rm.slo_ms
+        assert capacity_mod.latency_at_rate_ms(c.t, c.draft, k, a, cap) <= rm.slo_ms
+        assert capacity_mod.latency_at_rate_ms(c.t, c.draft, k, a, cap * 1.01) > rm.slo_ms
     md = rp.capacity_section(c, rm).body
     _, rows = _table(md, ["", "without speculation"])
     got = {r[0]: r[1:] for r in rows}
@@ -285,7 +288,7 @@ def test_no_price_no_dollars() -> None:
 
 def test_markdown_to_html_subset(tmp_path: Path) -> None:
     md = "# T <1>\n\n| a | b |\n|---|---:|\n| x & y | **2** |\n\n> note `c`\n\n- one\n- two\n\n```\n<raw>\n```\n"
-    page = rp.markdown_to_html(md, tmp_path, "t")
+    page = markdown_to_html(md, tmp_path, "t")
     assert '<h1 id="t-1">T &lt;1&gt;</h1>' in page
     assert '<td class="r"><strong>2</strong></td>' in page and "<td >x &amp; y</td>" in page
     assert "<blockquote>note <code>c</code></blockquote>" in page and "<li>two</li>" in page
