@@ -180,7 +180,7 @@ def draft_time_s(d: Draft, hw: HardwareProfile, target: ModelSpec, batch: ArrayL
         return np.where(kk > 0, kk * per_head + rl.memory_op_time_s(b * kk * v * 4.0, hw), 0.0)
     if d.method in ("eagle", "eagle2", "eagle3"):
         head = head_model(target, d.draft_vocab if d.method == "eagle3" else None)
-        width = float(min(d.topk, 1 if not d.is_tree else d.topk))
+        width = float(d.topk if d.is_tree else 1)  # tokens per sequence each draft pass expands
         # Fuse target features into the draft input: 2h -> h (EAGLE-1/2), 3h -> h (EAGLE-3).
         fuse_in = (3 if d.method == "eagle3" else 2) * target.hidden
         fuse = rl.gemm_time_s(b, target.hidden, fuse_in, hw, "bf16", weight_bytes(weight_dtype))[0]

@@ -31,14 +31,13 @@ class Target:
     memory_utilization: float = 0.9
 
 
-def overhead_time_s(t: Target, batch: ArrayLike, k: int) -> Array:
+def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:
     """Per-step cost of speculation beyond draft and verification: rejection sampling reads the
-    draft's and target's probabilities over the vocabulary for every drafted token (vLLM
-    RejectionSampler), and the KV rollback is a length update (paged KV: free)."""
-    b = np.asarray(batch, dtype=float)
-    if k == 0:
-        return np.zeros(b.shape)
-    return rl.memory_op_time_s(b * k * t.model.vocab * 4.0 * 2.0, t.hardware, 2.0)
+    draft's and target's fp32 probabilities over the vocabulary for every drafted token (vLLM
+    RejectionSampler), and the KV rollback is a length update (paged KV: free). Zero at k = 0;
+    broadcasts over batch and k."""
+    b, kk = np.asarray(batch, dtype=float), np.asarray(k, dtype=float)
+    return np.where(kk > 0, rl.memory_op_time_s(b * kk * t.model.vocab * 4.0 * 2.0, t.hardware, 2.0), 0.0)
 
 
 def config_metrics(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike,

@@ -13,7 +13,7 @@ from specsim.acceptance import expected_tokens
 from specsim.drafts import Draft, draft_time_s
 from specsim.forward import forward_time_s
 from specsim.scenario import Scenario
-from specsim.speculate import Target, memory_per_gpu
+from specsim.speculate import Target, memory_per_gpu, overhead_time_s
 
 
 def sweep_arrays(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: np.ndarray,
@@ -28,10 +28,7 @@ def sweep_arrays(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: np
     verify = forward_time_s(hw, m, b, q, c, t.tp, t.weight_dtype, t.kv_dtype)
     verify = np.where(k > 0, verify, base)
     draft = np.where(k > 0, draft_time_s(d, hw, m, b, np.maximum(k, 1), c, t.tp, t.weight_dtype, t.kv_dtype), 0.0)
-    # speculate.overhead_time_s, vectorised over k
-    from specsim import roofline as rl
-
-    over = np.where(k > 0, rl.memory_op_time_s(b * k * m.vocab * 8.0, hw, 2.0), 0.0)
+    over = overhead_time_s(t, b, k)
     ks = np.arange(max_k + 1)
     if alphas is None:
         # k beyond a measured profile's positions (no i.i.d. tail) is unknown: NaN, not extrapolated

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import typer
 
-from specsim.cli._format import check_format, emit
+from specsim.cli._format import check_format, emit, parse_int_list
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.optimize import plan as make_plan
@@ -69,7 +69,6 @@ def sweep(
     max_k: Annotated[int | None, typer.Option(help="largest k (default: the scenario's)")] = None,
 ) -> None:
     """A tidy table of every (draft, k, batch, context[, alpha]) for notebooks."""
-    from specsim.cli._format import parse_int_list
     from specsim.sweep import sweep_frame
 
     s = load_scenario(scenario)
