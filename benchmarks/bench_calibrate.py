@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim import calibrate as cal
-from specsim import roofline as rl
-from specsim.hardware import load_hardware
+from specsim.calibration import fit as cal
+from specsim.cost import roofline as rl
+from specsim.cost.hardware import load_hardware
 
 VIDUR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vidur"
 
@@ -31,7 +31,7 @@ def main() -> None:
     m = np.arange(1, 8193, dtype=float)
     timed("gemm_time_s over 8192 token counts (32 configurations)", lambda: rl.gemm_time_s(m, 28672, 8192, hw))
     if (VIDUR / "compute").is_dir():
-        from specsim.importers import import_vidur
+        from specsim.calibration.vidur import import_vidur
 
         df = timed("import vidur", lambda: import_vidur(VIDUR))
     else:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.forward import forward_time_s
-from specsim.hardware import load_hardware
-from specsim.model import load_model
+from specsim.cost.forward import forward_time_s
+from specsim.cost.hardware import load_hardware
+from specsim.cost.model import load_model
 
 
 def best_of(fn, repeats: int = 5) -> float:
@@ -37,8 +37,8 @@ def main() -> None:
         print(f"forward_time_s {name:14s} {n:7d} passes in {t * 1e3:7.1f} ms ({n / t / 1e6:.2f} M passes/s)")
     vidur = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vidur"
     if vidur.is_dir():
-        from specsim.importers import import_vidur
-        from specsim.measurements import predict_table, resolver
+        from specsim.calibration.measurements import predict_table, resolver
+        from specsim.calibration.vidur import import_vidur
 
         df = import_vidur(vidur)
         gemm = df[df["op"] == "gemm"]

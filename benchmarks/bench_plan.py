@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.drafts import make_draft
-from specsim.hardware import load_hardware
-from specsim.model import load_model
-from specsim.speculate import Target
-from specsim.sweep import sweep_arrays
+from specsim.cost.hardware import load_hardware
+from specsim.cost.model import load_model
+from specsim.drafts.draft import make_draft
+from specsim.plan.evaluate import Target
+from specsim.plan.sweep import sweep_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,6 +17,6 @@ def vidur_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def vidur_table(vidur_dir: Path):
-    from specsim.importers import import_vidur
+    from specsim.calibration.vidur import import_vidur
 
     return import_vidur(vidur_dir)

@@ -38,8 +38,8 @@ def bench(
     torch versions, dtype, date) and, on CPU, a base profile YAML for `calibrate`. Ctrl-C stops
     the sweep and keeps what was measured.
     """
-    from specsim import bench as bench_mod
-    from specsim.model import load_model
+    from specsim.calibration import bench as bench_mod
+    from specsim.cost.model import load_model
 
     spec = load_model(model)
     op_list = tuple(o.strip() for o in ops.split(",") if o.strip())
@@ -65,8 +65,8 @@ def import_vidur_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="measurement CSV to write")],
 ) -> None:
     """Linear-layer timings (gemm rows) and single-node NCCL all-reduce timings (allreduce rows)."""
-    from specsim.calibrate import write_atomic
-    from specsim.importers import import_vidur
+    from specsim.calibration.fit import write_atomic
+    from specsim.calibration.vidur import import_vidur
 
     df = import_vidur(directory)
     write_atomic(output, df.to_csv(index=False))
@@ -105,9 +105,9 @@ def calibrate(
     profile YAML (with its provenance) that every other command accepts, and draws
     predicted-vs-measured and error-vs-size figures.
     """
-    from specsim import calibrate as cal
-    from specsim.hardware import load_hardware
-    from specsim.measurements import read_measurements
+    from specsim.calibration import fit as cal
+    from specsim.calibration.measurements import read_measurements
+    from specsim.cost.hardware import load_hardware
 
     check_format(fmt)
     if starts < 1:
@@ -123,7 +123,7 @@ def calibrate(
     if from_defaults:
         import dataclasses
 
-        from specsim.hardware import Efficiency
+        from specsim.cost.hardware import Efficiency
 
         base = dataclasses.replace(base, efficiency=Efficiency())
     op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
@@ -132,7 +132,7 @@ def calibrate(
     fitted = cal.fitted_profile(result, measurements, holdout, name)
     figs = []
     if not no_plots:
-        from specsim.plots_calibration import calibration_plots
+        from specsim.calibration.plots import calibration_plots
 
         folder = plots or output.parent
         if not folder.is_dir():

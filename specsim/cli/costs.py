@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import typer
 
-from specsim import hardware as hwmod
-from specsim import model as modelmod
+from specsim.calibration.measurements import predict_table, read_measurements, resolver
 from specsim.cli._format import check_format, emit, emit_mapping, parse_int_list
 from specsim.cli.main import app
+from specsim.cost import hardware as hwmod
+from specsim.cost import model as modelmod
+from specsim.cost.forward import FAMILIES, breakdown
+from specsim.cost.ops import PassShape, head_ops, layer_ops, make_shape
 from specsim.errors import SpecsimError
-from specsim.forward import FAMILIES, breakdown
-from specsim.measurements import predict_table, read_measurements, resolver
-from specsim.ops import PassShape, head_ops, layer_ops, make_shape
 
 hardware_app = typer.Typer(help="Hardware profiles: list and show.", no_args_is_help=True)
 models_app = typer.Typer(help="Model catalogue: list and show.", no_args_is_help=True)

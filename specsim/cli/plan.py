@@ -13,9 +13,9 @@ import typer
 from specsim.cli._format import check_format, emit, parse_int_list
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
-from specsim.optimize import plan as make_plan
-from specsim.scenario import load_scenario
-from specsim.summary import plan_dict, plan_markdown
+from specsim.plan.optimize import plan as make_plan
+from specsim.plan.scenario import load_scenario
+from specsim.plan.summary import plan_dict, plan_markdown
 
 Fmt = Annotated[str, typer.Option("--format", "-f", help="table | json | csv | markdown")]
 
@@ -69,7 +69,7 @@ def sweep(
     max_k: Annotated[int | None, typer.Option(help="largest k (default: the scenario's)")] = None,
 ) -> None:
     """A tidy table of every (draft, k, batch, context[, alpha]) for notebooks."""
-    from specsim.sweep import sweep_frame
+    from specsim.plan.sweep import sweep_frame
 
     s = load_scenario(scenario)
     b = np.array(parse_int_list(batches, "--batches"), float)

@@ -26,8 +26,8 @@ def report(
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from specsim.report import STEPS, write_report  # matplotlib loads only for this command
-    from specsim.scenario import load_scenario
+    from specsim.plan.scenario import load_scenario
+    from specsim.report.build import STEPS, write_report  # matplotlib loads only for this command
 
     t0 = time.perf_counter()
     s = load_scenario(scenario)  # bad input fails here, before any progress bar or file

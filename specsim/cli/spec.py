@@ -11,13 +11,13 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from specsim.acceptance import MEAN_LENGTH_CONVENTION, AcceptanceProfile, check_k, check_rates
+from specsim.acceptance.chain import MEAN_LENGTH_CONVENTION, AcceptanceProfile, check_k, check_rates
+from specsim.acceptance.metrics import load_acceptance
+from specsim.acceptance.trees import Tree, TreeSpec, chain, load_tree, sibling_probs_independent
 from specsim.cli._format import parse_float_list, print_json, print_kv_table, print_rows_table
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
-from specsim.metrics import load_acceptance
-from specsim.step import StepMetrics, ratio_step_metrics
-from specsim.trees import Tree, TreeSpec, chain, load_tree, sibling_probs_independent
+from specsim.plan.step import StepMetrics, ratio_step_metrics
 
 FORMATS = ("table", "json")
 
@@ -111,10 +111,10 @@ def _real_cost_route(
     --draft is a method (eagle3, ngram, mtp, medusa, lookahead, ...) or a catalogue model (a draft
     model). Without --alpha/--alphas/--acceptance the draft's published prior is used.
     """
-    from specsim.drafts import make_draft
-    from specsim.hardware import load_hardware
-    from specsim.model import load_model
-    from specsim.speculate import Target, config_metrics, memory_per_gpu
+    from specsim.cost.hardware import load_hardware
+    from specsim.cost.model import load_model
+    from specsim.drafts.draft import make_draft
+    from specsim.plan.evaluate import Target, config_metrics, memory_per_gpu
 
     target = Target(load_hardware(hardware), load_model(model), setup["tp"], setup["weight_dtype"],
                     setup["kv_dtype"])
@@ -326,7 +326,7 @@ def validate(
         raise SpecsimError(f"--samples must be >= 100, got {samples}")
     from rich.console import Console
 
-    from specsim.validate import run_validation  # scipy and the sampler only when asked for
+    from specsim.acceptance.check import run_validation  # scipy and the sampler only when asked for
 
     # a spinner on stderr while the sampler runs (seconds); stdout stays clean for --format json
     with Console(stderr=True).status(f"sampling {samples:,} speculative steps and sequences per check..."):
@@ -362,7 +362,7 @@ def beta(
     """Acceptance probability of one draft token, beta = sum min(p, q) = 1 - TV(p, q), and the residual."""
     if fmt not in FORMATS:
         raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
-    from specsim.acceptance import acceptance_beta, residual_distribution, softmax
+    from specsim.acceptance.chain import acceptance_beta, residual_distribution, softmax
 
     pa = np.asarray(parse_float_list(p, "--p"))
     qa = np.asarray(parse_float_list(q, "--q"))

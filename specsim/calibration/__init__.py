@@ -1,0 +1,1 @@
+"""Measurements: the schema, importers (Vidur, NVIDIA's tables), the bench runner, fitting."""

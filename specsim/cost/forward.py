@@ -1,0 +1,58 @@
+"""The whole forward pass: every layer, the head and the per-pass overhead, with the split by
+op family. Vectorised over batch, new tokens per sequence and context length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from specsim.cost.hardware import HardwareProfile
+from specsim.cost.model import ModelSpec
+from specsim.cost.ops import Op, PassShape, head_ops, layer_ops, make_shape
+from specsim.cost.roofline import Array
+
+FAMILIES = ("linear", "attention", "elementwise", "communication", "head", "overhead")
+
+
+@dataclass(frozen=True)
+class ForwardBreakdown:
+    ops: list[Op]  # per-layer ops carry their layer count; head ops count once
+    overhead_s: Array
+
+    @property
+    def time_s(self) -> Array:
+        return sum(op.time_s * op.count for op in self.ops) + self.overhead_s
+
+    def by_family(self) -> dict[str, Array]:
+        out = {f: np.zeros_like(self.overhead_s) for f in FAMILIES}
+        for op in self.ops:
+            out[op.family] = out[op.family] + op.time_s * op.count
+        out["overhead"] = self.overhead_s
+        return out
+
+    def flops(self) -> Array:
+        return sum(op.flops * op.count for op in self.ops)
+
+    def bytes_(self) -> Array:
+        return sum(op.bytes_ * op.count for op in self.ops)
+
+
+def breakdown(model: ModelSpec, hw: HardwareProfile, shape: PassShape) -> ForwardBreakdown:
+    ops = layer_ops(model, hw, shape)
+    if model.is_moe and model.n_dense_layers:
+        ops = layer_ops(model, hw, shape, moe=False) + ops
+    ops = ops + head_ops(model, hw, shape)
+    # One host-side launch of the captured pass (CUDA graph) per forward.
+    overhead = np.broadcast_to(np.asarray(hw.launch_overhead_s), shape.tokens.shape).astype(float)
+    return ForwardBreakdown(ops, overhead)
+
+
+def forward_time_s(
+    hw: HardwareProfile, model: ModelSpec, batch: ArrayLike, q_per_seq: ArrayLike,
+    context_len: ArrayLike, tp: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+) -> Array:
+    """Seconds for one forward pass of B sequences x q new tokens over a KV cache of context_len."""
+    shape = make_shape(batch, q_per_seq, context_len, tp, weight_dtype, kv_dtype)
+    return breakdown(model, hw, shape).time_s

@@ -1,0 +1,249 @@
+"""HardwareProfile: what one accelerator can do, loaded and validated from hardware_profiles/*.yaml.
+
+Peak rates are DENSE tensor-core figures (never the vendor's "with sparsity" headline); the
+efficiency block says how close real kernels get (see roofline.py for how each figure is used).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from specsim.errors import SpecsimError
+from specsim.files import positive, read_mapping, require
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "mem_bw_tb_per_s",
+                  "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured", "efficiency",
+                  "provenance"}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """How close real kernels come to the datasheet, and their fixed costs (roofline.py)."""
+
+    gemm_compute: float = 0.75  # fraction of dense peak a large, well-tiled GEMM reaches
+    memory: float = 0.90  # fraction of datasheet HBM bandwidth a streaming kernel reaches
+    kernel_overhead_us: float = 4.0  # fixed cost of one kernel (launch tail, prologue, epilogue)
+    ridge_sharpness: float = 2.0  # p of the p-norm joining compute and memory time (inf = max())
+    cta_k_overhead: float = 64.0  # pipeline fill/drain per output tile, in K elements
+    attention_compute: float = 0.55  # fraction of dense peak reached by attention's matmuls
+    l2_bw_tb_per_s: float = 12.0  # L2 -> SM bandwidth, all SMs: bounds a tile's operand stream
+    small_tile_efficiency: float = 1.0  # tensor-core rate of 64-row tiles relative to 128/256-row ones
+    streamk_fixup_tiles: float = 0.5  # stream-K's extra work per SM for partial-tile fix-up, in tiles
+    bw_ramp_ctas_frac: float = 0.05  # fraction of SMs that must hold a CTA for HBM to stream at full rate
+    power_throttle: float = 0.0  # slowdown of long compute-bound kernels at the power limit (0 = none)
+    throttle_tau_ms: float = 1.0  # kernel time at which half of power_throttle applies
+    source: str = "datasheet defaults"
+
+    FITTABLE = (
+        "gemm_compute",
+        "memory",
+        "kernel_overhead_us",
+        "ridge_sharpness",
+        "cta_k_overhead",
+        "attention_compute",
+        "l2_bw_tb_per_s",
+        "small_tile_efficiency",
+        "streamk_fixup_tiles",
+        "bw_ramp_ctas_frac",
+        "power_throttle",
+        "throttle_tau_ms",
+    )
+    NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles")
+    FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac")
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """Scale-up fabric per GPU; all-reduce time = latency + 2(n-1)/n * bytes / busbw (NCCL docs).
+
+    `allreduce_by_world_size` maps a GPU count to its own fitted (latency_s, busbw_bytes_per_s,
+    sharpness), the p of the p-norm joining latency and transfer (roofline.allreduce_time_s).
+    """
+
+    kind: str
+    link_bw_bytes_per_s: float
+    allreduce_busbw_bytes_per_s: float
+    allreduce_latency_s: float
+    allreduce_by_world_size: dict[int, tuple[float, float, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    description: str
+    vendor: str
+    sm_count: int
+    clock_mhz: float
+    memory_bytes: float
+    mem_bw_bytes_per_s: float
+    l2_bytes: float
+    peak_flops_per_s: dict[str, float | None]
+    interconnect: Interconnect
+    launch_overhead_s: float
+    efficiency: Efficiency = field(default_factory=Efficiency)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    source_path: str = ""
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak FLOP/s for a compute dtype; SpecsimError when the GPU lacks it."""
+        key = {"float16": "fp16", "bfloat16": "bf16", "half": "fp16"}.get(dtype, dtype)
+        if key not in self.peak_flops_per_s:
+            raise SpecsimError(f"unknown compute dtype '{dtype}' (known: {', '.join(DTYPES)})")
+        value = self.peak_flops_per_s[key]
+        if value is None:
+            raise SpecsimError(f"{self.name} has no {key} tensor cores (peak_tflops.{key} is null)")
+        return value
+
+    def with_efficiency(self, **changes: float) -> HardwareProfile:
+        return dataclasses.replace(self, efficiency=dataclasses.replace(self.efficiency, **changes))
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """The profile in the YAML schema it was read from (for fitted profiles)."""
+        eff = dataclasses.asdict(self.efficiency)
+        return {
+            "name": self.name,
+            "description": self.description,
+            "vendor": self.vendor,
+            "sm_count": self.sm_count,
+            "clock_mhz": self.clock_mhz,
+            "memory_gb": self.memory_bytes / 1e9,
+            "mem_bw_tb_per_s": self.mem_bw_bytes_per_s / 1e12,
+            "l2_mb": self.l2_bytes / 1e6,
+            "peak_tflops": {
+                k: (None if v is None else v / 1e12) for k, v in self.peak_flops_per_s.items()
+            },
+            "interconnect": {
+                "kind": self.interconnect.kind,
+                "link_bw_gb_per_s": self.interconnect.link_bw_bytes_per_s / 1e9,
+                "allreduce_busbw_gb_per_s": self.interconnect.allreduce_busbw_bytes_per_s / 1e9,
+                "allreduce_latency_us": self.interconnect.allreduce_latency_s * 1e6,
+                **({"allreduce_by_world_size": {
+                    int(n): {"latency_us": lat * 1e6, "busbw_gb_per_s": bw / 1e9, "sharpness": p}
+                    for n, (lat, bw, p) in sorted(self.interconnect.allreduce_by_world_size.items())}}
+                   if self.interconnect.allreduce_by_world_size else {}),
+            },
+            "launch_overhead_us": self.launch_overhead_s * 1e6,
+            "efficiency": eff,
+            "provenance": self.provenance,
+        }
+
+
+def profiles_dir() -> Path:
+    """The bundled hardware_profiles/ folder (installed as package data specsim.hardware_profiles)."""
+    return Path(str(resources.files("specsim.hardware_profiles")))
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in profiles_dir().glob("*.yaml"))
+
+
+def load_hardware(name_or_path: str | Path) -> HardwareProfile:
+    """A bundled profile by name, or a user's YAML by path."""
+    text = str(name_or_path)
+    path = Path(text)
+    if not (text.endswith((".yaml", ".yml")) or path.is_file()):
+        path = profiles_dir() / f"{text}.yaml"
+        if not path.is_file():
+            raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
+    return parse_hardware(read_mapping(path), str(path))
+
+
+def _efficiency(raw: Any, where: str) -> Efficiency:
+    if raw is None:
+        return Efficiency()
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'efficiency' must be a mapping")
+    known = {f.name for f in dataclasses.fields(Efficiency)}
+    unknown = set(raw) - known
+    if unknown:
+        raise SpecsimError(f"{where}: unknown efficiency field(s) {sorted(unknown)} (allowed: {sorted(known)})")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "source":
+            values[key] = str(value)
+            continue
+        if key in Efficiency.NONNEGATIVE:
+            value = require(raw, key, f"{where}: efficiency")
+            if not float(value) >= 0:
+                raise SpecsimError(f"{where}: efficiency: field '{key}' must be >= 0, got {value}")
+            values[key] = float(value)
+            continue
+        values[key] = positive(raw, key, f"{where}: efficiency")
+        if key in Efficiency.FRACTIONS and values[key] > 1:
+            raise SpecsimError(f"{where}: efficiency.{key} must be in (0, 1], got {values[key]}")
+    return Efficiency(**values)
+
+
+def _allreduce_table(raw: Any, where: str) -> dict[int, tuple[float, float, float]]:
+    """interconnect.allreduce_by_world_size: {n: {latency_us, busbw_gb_per_s, sharpness}}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'allreduce_by_world_size' must be a mapping of GPU count to "
+                           "{latency_us, busbw_gb_per_s, sharpness}")
+    table: dict[int, tuple[float, float, float]] = {}
+    for key, entry in raw.items():
+        w = f"{where}.allreduce_by_world_size.{key}"
+        try:
+            n = int(key)
+        except (TypeError, ValueError):
+            raise SpecsimError(f"{w}: the key must be a GPU count (an integer >= 2)") from None
+        if n < 2 or not isinstance(entry, dict):
+            raise SpecsimError(f"{w}: expected GPU count >= 2 mapped to {{latency_us, busbw_gb_per_s, sharpness}}")
+        unknown = set(entry) - {"latency_us", "busbw_gb_per_s", "sharpness"}
+        if unknown:
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} "
+                               "(allowed: busbw_gb_per_s, latency_us, sharpness)")
+        table[n] = (positive(entry, "latency_us", w) * 1e-6, positive(entry, "busbw_gb_per_s", w) * 1e9,
+                    float(positive(entry, "sharpness", w)) if "sharpness" in entry else 1.0)
+    return table
+
+
+def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
+    """Validate a profile mapping (the YAML schema in the README, "Hardware profiles")."""
+    unknown = set(data) - TOP_LEVEL_KEYS
+    if unknown:
+        raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {sorted(TOP_LEVEL_KEYS)})")
+    peaks_raw = require(data, "peak_tflops", where, dict)
+    peaks: dict[str, float | None] = {}
+    for dtype in DTYPES:
+        value = peaks_raw.get(dtype)
+        if value is not None:
+            value = positive(peaks_raw, dtype, f"{where}: peak_tflops") * 1e12
+        peaks[dtype] = value
+    if peaks["bf16"] is None and peaks["fp16"] is None:
+        raise SpecsimError(f"{where}: peak_tflops needs bf16 or fp16")
+    peaks["bf16"] = peaks["bf16"] or peaks["fp16"]
+    peaks["fp16"] = peaks["fp16"] or peaks["bf16"]
+    ic = require(data, "interconnect", where, dict)
+    icw = f"{where}: interconnect"
+    vendor = str(data.get("vendor", "nvidia"))
+    if vendor not in ("nvidia", "amd"):
+        raise SpecsimError(f"{where}: field 'vendor' must be nvidia or amd, got {vendor!r}")
+    return HardwareProfile(
+        name=str(require(data, "name", where, str)),
+        description=str(data.get("description", "")),
+        vendor=vendor,
+        sm_count=int(positive(data, "sm_count", where)),
+        clock_mhz=float(data.get("clock_mhz") or 0.0),
+        memory_bytes=positive(data, "memory_gb", where) * 1e9,
+        mem_bw_bytes_per_s=positive(data, "mem_bw_tb_per_s", where) * 1e12,
+        l2_bytes=positive(data, "l2_mb", where) * 1e6,
+        peak_flops_per_s=peaks,
+        interconnect=Interconnect(
+            kind=str(ic.get("kind", "")),
+            link_bw_bytes_per_s=positive(ic, "link_bw_gb_per_s", icw) * 1e9,
+            allreduce_busbw_bytes_per_s=positive(ic, "allreduce_busbw_gb_per_s", icw) * 1e9,
+            allreduce_latency_s=positive(ic, "allreduce_latency_us", icw) * 1e-6,
+            allreduce_by_world_size=_allreduce_table(ic.get("allreduce_by_world_size"), icw),
+        ),
+        launch_overhead_s=positive(data, "launch_overhead_us", where) * 1e-6,
+        efficiency=_efficiency(data.get("efficiency"), where),
+        provenance=dict(data.get("provenance") or {}),
+        source_path=where,
+    )

@@ -1,0 +1,1 @@
+"""Scenarios, step economics, the optimiser, sweeps, capacity and engine configuration output."""

@@ -1,0 +1,184 @@
+"""Scenario files: target, hardware, drafts, load and objective, validated on load.
+
+Every error names the file, the field and the allowed values (README, "Scenario files").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specsim.cost.hardware import HardwareProfile, load_hardware
+from specsim.cost.model import KV_BYTES, WEIGHT_BYTES, ModelSpec, load_model
+from specsim.drafts.draft import Draft, make_draft
+from specsim.errors import SpecsimError
+from specsim.files import read_mapping
+
+OBJECTIVES = ("throughput", "latency", "slo")
+TOP_KEYS = {"name", "description", "hardware", "model", "tp", "weight_dtype", "kv_dtype", "objective",
+            "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes"}
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """A share of the day at one batch size, with a context-length distribution."""
+
+    name: str
+    weight: float  # share of the day (normalised)
+    batch: int
+    contexts: tuple[tuple[int, float], ...]  # (context length, share), shares sum to 1
+
+
+@dataclass(frozen=True)
+class ArrivalLoad:
+    """Requests arriving at a rate, each with a prompt and an output; concurrency by Little's law."""
+
+    rate_rps: float
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    hardware: HardwareProfile
+    model: ModelSpec
+    tp: int
+    weight_dtype: str
+    kv_dtype: str
+    objective: str
+    slo_ms_per_token: float | None
+    max_k: int
+    memory_utilization: float
+    drafts: tuple[Draft, ...]
+    buckets: tuple[Bucket, ...] = ()
+    arrival: ArrivalLoad | None = None
+    gpu_hour_usd: float | None = None
+    path: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: float | None = None,
+         hi: float | None = None, integer: bool = False) -> Any:
+    value = data.get(key, default)
+    if value is None:
+        if default is None and key in data:
+            raise SpecsimError(f"{where}: field '{key}' is empty")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecsimError(f"{where}: field '{key}' must be a number, got {value!r}")
+    if integer and int(value) != value:
+        raise SpecsimError(f"{where}: field '{key}' must be an integer, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+        raise SpecsimError(f"{where}: field '{key}' must be in {rng}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _contexts(value: Any, where: str) -> tuple[tuple[int, float], ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise SpecsimError(f"{where}: context must be >= 0, got {value}")
+        return ((value, 1.0),)
+    if isinstance(value, dict) and value:
+        items = []
+        for key, share in value.items():
+            try:
+                ctx = int(key)
+            except (TypeError, ValueError):
+                raise SpecsimError(f"{where}: context keys must be token counts, got {key!r}") from None
+            if isinstance(share, bool) or not isinstance(share, int | float) or share <= 0 or ctx < 0:
+                raise SpecsimError(f"{where}: context {key}: share must be a number > 0, got {share!r}")
+            items.append((ctx, float(share)))
+        total = sum(s for _, s in items)
+        return tuple((c, s / total) for c, s in items)
+    raise SpecsimError(f"{where}: 'context' must be a token count or a mapping {{tokens: share}}, got {value!r}")
+
+
+def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]:
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'load' must be a mapping with 'buckets' or 'arrival_rate_rps'")
+    if "buckets" in raw and "arrival_rate_rps" in raw:
+        raise SpecsimError(f"{where}: load: give either 'buckets' or 'arrival_rate_rps', not both")
+    if "arrival_rate_rps" in raw:
+        w = f"{where}: load"
+        unknown = set(raw) - {"arrival_rate_rps", "prompt_tokens", "output_tokens"}
+        if unknown:
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} (allowed: arrival_rate_rps, prompt_tokens, "
+                               "output_tokens)")
+        return (), ArrivalLoad(_num(raw, "arrival_rate_rps", w, lo=1e-9),
+                               _num(raw, "prompt_tokens", w, 1024, lo=1, integer=True),
+                               _num(raw, "output_tokens", w, 256, lo=1, integer=True))
+    buckets_raw = raw.get("buckets")
+    if not isinstance(buckets_raw, list) or not buckets_raw:
+        raise SpecsimError(f"{where}: load.buckets must be a non-empty list")
+    buckets = []
+    for i, b in enumerate(buckets_raw):
+        w = f"{where}: load.buckets[{i}]"
+        if not isinstance(b, dict):
+            raise SpecsimError(f"{w}: expected a mapping with batch, context, hours")
+        unknown = set(b) - {"name", "batch", "context", "hours", "weight"}
+        if unknown:
+            allowed = "name, batch, context, hours, weight"
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} (allowed: {allowed})")
+        if "batch" not in b:
+            raise SpecsimError(f"{w}: missing field 'batch'")
+        weight = _num(b, "hours", w, None, lo=0) if "hours" in b else _num(b, "weight", w, 1.0, lo=0)
+        buckets.append(Bucket(str(b.get("name", f"bucket{i}")), weight,
+                              _num(b, "batch", w, lo=1, hi=1_000_000, integer=True),
+                              _contexts(b.get("context", 2048), w)))
+    total = sum(b.weight for b in buckets)
+    if total <= 0:
+        raise SpecsimError(f"{where}: load.buckets: hours/weights sum to zero")
+    return tuple(Bucket(b.name, b.weight / total, b.batch, b.contexts) for b in buckets), None
+
+
+def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
+    unknown = set(data) - TOP_KEYS
+    if unknown:
+        raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(TOP_KEYS))})")
+    for key in ("hardware", "model", "load"):
+        if key not in data:
+            raise SpecsimError(f"{where}: missing field '{key}'")
+    try:
+        hw = load_hardware(str(data["hardware"]))
+        model = load_model(str(data["model"]))
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: {exc}") from None
+    objective = str(data.get("objective", "throughput"))
+    if objective not in OBJECTIVES:
+        raise SpecsimError(f"{where}: field 'objective' must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    slo = _num(data, "slo_ms_per_token", where, None, lo=1e-6)
+    if objective == "slo" and slo is None:
+        raise SpecsimError(f"{where}: objective 'slo' needs field 'slo_ms_per_token'")
+    wd, kd = str(data.get("weight_dtype", "bf16")), str(data.get("kv_dtype", "bf16"))
+    if wd not in WEIGHT_BYTES:
+        raise SpecsimError(f"{where}: field 'weight_dtype' must be one of {', '.join(WEIGHT_BYTES)}, got {wd!r}")
+    if kd not in KV_BYTES:
+        raise SpecsimError(f"{where}: field 'kv_dtype' must be one of {', '.join(KV_BYTES)}, got {kd!r}")
+    drafts_raw = data.get("drafts", [])
+    if not isinstance(drafts_raw, list) or not drafts_raw:
+        raise SpecsimError(f"{where}: field 'drafts' must be a non-empty list of draft methods")
+    try:
+        drafts = tuple(make_draft(d, model, f"drafts[{i}]") for i, d in enumerate(drafts_raw))
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: {exc}") from None
+    labels = [d.label for d in drafts]
+    if dup := sorted({x for x in labels if labels.count(x) > 1}):
+        raise SpecsimError(f"{where}: drafts: more than one draft named {dup[0]!r}; give each a distinct 'name'")
+    buckets, arrival = _load(data["load"], where)
+    return Scenario(
+        name=str(data.get("name") or Path(where).stem), description=str(data.get("description", "")).strip(),
+        hardware=hw, model=model, tp=_num(data, "tp", where, 1, lo=1, hi=64, integer=True),
+        weight_dtype=wd, kv_dtype=kd, objective=objective, slo_ms_per_token=slo,
+        max_k=_num(data, "max_k", where, 8, lo=0, hi=32, integer=True),
+        memory_utilization=_num(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
+        drafts=drafts, buckets=buckets, arrival=arrival,
+        gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data,
+    )
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    return parse_scenario(read_mapping(Path(path)), str(path))

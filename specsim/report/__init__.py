@@ -1,0 +1,1 @@
+"""Capacity-planning reports: one module per section, figures, the HTML writer."""

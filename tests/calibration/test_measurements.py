@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specsim.calibration.measurements import mape_by, predict_table, read_measurements, resolver, token_band
+from specsim.errors import SpecsimError
+
+
+def test_default_profiles_against_real_vidur_linear_layers(vidur_table: pd.DataFrame) -> None:
+    """Issue floor: shipped profiles, every linear-op row, MAPE <= 12% per GPU, <= 20% per token band."""
+    gemm = vidur_table[vidur_table["op"] == "gemm"]
+    out = predict_table(gemm, resolver(None))
+    for device, rows in out.groupby("device"):
+        assert len(rows) > 20000
+        assert mape_by(rows) <= 12.0, device
+        bands = mape_by(rows.assign(band=token_band(rows["tokens"])), "band")
+        assert len(bands) == 5 and bands.max() <= 20.0, (device, bands.to_dict())
+
+
+def test_bare_roofline_is_much_worse(vidur_table: pd.DataFrame) -> None:
+    """The fitted shape earns its keep: a bare max() at datasheet peaks is far off on the same rows."""
+    from specsim.cost.hardware import load_hardware
+
+    gemm = vidur_table[(vidur_table["op"] == "gemm") & (vidur_table["device"] == "h100-sxm")]
+    hw = load_hardware("h100-sxm")
+    flops = 2 * gemm["tokens"] * gemm["d_in"] * gemm["d_out"]
+    bytes_ = 2 * (gemm["d_in"] * gemm["d_out"] + gemm["tokens"] * (gemm["d_in"] + gemm["d_out"]))
+    bare = np.maximum(flops / hw.peak("bf16"), bytes_ / hw.mem_bw_bytes_per_s) * 1e3
+    bare_mape = float(((bare / gemm["time_ms"]) - 1).abs().mean() * 100)
+    ours = mape_by(predict_table(gemm, resolver(None)))
+    assert bare_mape > 30 and ours < bare_mape / 3
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "m.csv"
+    p.write_text(text)
+    return p
+
+
+def test_schema_errors(tmp_path: Path) -> None:
+    with pytest.raises(SpecsimError, match="missing column"):
+        read_measurements(_write(tmp_path, "device,tokens\nh100-sxm,1\n"))
+    with pytest.raises(SpecsimError, match="no rows"):
+        read_measurements(_write(tmp_path, "op,time_ms\n"))
+    with pytest.raises(SpecsimError, match=r"row 3: time_ms must be a positive"):
+        read_measurements(_write(tmp_path, "op,time_ms\ngemm,1\ngemm,-1\n"))
+    with pytest.raises(SpecsimError, match=r"row 2: time_ms"):
+        read_measurements(_write(tmp_path, "op,time_ms\ngemm,nan\n"))
+    with pytest.raises(SpecsimError, match=r"column 'tokens' is not a number"):
+        read_measurements(_write(tmp_path, "op,tokens,time_ms\ngemm,abc,1\n"))
+
+
+def test_predict_keeps_extra_columns_and_leaves_unknown_ops_empty(tmp_path: Path) -> None:
+    df = read_measurements(_write(tmp_path, (
+        "op,device,dtype,tokens,d_in,d_out,bytes,world_size,time_ms,note\n"
+        "gemm,h100-sxm,bf16,1,8192,8192,,,0.05,a\n"
+        "memcpy,h100-sxm,,,,,1e9,,0.35,b\n"
+        "allreduce,h100-sxm,,,,,1e6,8,0.03,c\n"
+        "softmax,h100-sxm,,,,,,,0.01,d\n")))
+    out = predict_table(df, resolver(None))
+    assert list(out["note"]) == ["a", "b", "c", "d"]
+    assert out["predicted_ms"].iloc[:3].notna().all() and np.isnan(out["predicted_ms"].iloc[3])
+    # memcpy of 1 GB at ~3.3 TB/s is ~0.3 ms
+    assert 0.25 < out["predicted_ms"].iloc[1] < 0.45

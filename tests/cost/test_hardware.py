@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specsim.cost.hardware import available, load_hardware
+from specsim.errors import SpecsimError
+
+REQUIRED = {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "b200", "l40s", "mi300x"}
+
+
+def test_all_required_profiles_load() -> None:
+    assert set(available()) >= REQUIRED
+    for name in available():
+        hw = load_hardware(name)
+        assert hw.name == name
+        assert 0 < hw.efficiency.gemm_compute <= 1 and 0 < hw.efficiency.memory <= 1
+
+
+def test_dense_not_sparse_peaks() -> None:
+    # hardware.md: H100 SXM dense bf16 989 (1,979 is with sparsity); B200 dense fp8 4,500 (9,000 sparse).
+    assert load_hardware("h100-sxm").peak("bf16") == pytest.approx(989e12)
+    assert load_hardware("b200").peak("fp8") == pytest.approx(4500e12)
+    assert load_hardware("mi300x").peak("bf16") == pytest.approx(1307.4e12)
+    # fp8 is twice bf16 on every part that has it (dense-to-dense), never four times.
+    for name in available():
+        hw = load_hardware(name)
+        if hw.peak_flops_per_s["fp8"]:
+            assert hw.peak("fp8") == pytest.approx(2 * hw.peak("bf16"), rel=0.02)
+
+
+def test_a100_has_no_fp8() -> None:
+    with pytest.raises(SpecsimError, match="no fp8"):
+        load_hardware("a100-sxm-80gb").peak("fp8")
+
+
+def test_every_figure_has_a_source_comment() -> None:
+    from specsim.cost.hardware import profiles_dir
+
+    for path in profiles_dir().glob("*.yaml"):
+        for line in path.read_text().splitlines():
+            key = line.split(":")[0].strip()
+            if key in {"sm_count", "memory_gb", "mem_bw_tb_per_s", "bf16", "fp8", "allreduce_busbw_gb_per_s"}:
+                assert "#" in line, f"{path.name}: {line!r} has no source"
+
+
+def test_unknown_name_lists_known() -> None:
+    with pytest.raises(SpecsimError, match=r"unknown hardware 'h300'.*h100-sxm"):
+        load_hardware("h300")
+
+
+def test_user_yaml_by_path_and_field_errors(tmp_path: Path) -> None:
+    from specsim.cost.hardware import profiles_dir
+
+    data = yaml.safe_load((profiles_dir() / "h100-sxm.yaml").read_text())
+    data["name"] = "mine"
+    good = tmp_path / "mine.yaml"
+    good.write_text(yaml.safe_dump(data))
+    assert load_hardware(str(good)).name == "mine"
+    del data["mem_bw_tb_per_s"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecsimError, match=r"bad.yaml: missing field 'mem_bw_tb_per_s'"):
+        load_hardware(str(bad))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    with pytest.raises(SpecsimError, match=r"broken.yaml: not valid YAML"):
+        load_hardware(str(broken))
+    data["mem_bw_tb_per_s"] = -1
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecsimError, match=r"'mem_bw_tb_per_s' must be > 0"):
+        load_hardware(str(bad))

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specsim.cost.forward import forward_time_s
+from specsim.cost.hardware import load_hardware
+from specsim.cost.model import load_model
+from specsim.drafts.draft import METHODS, PRIORS, draft_time_s, make_draft, memory_bytes_per_gpu, prior_profile
+from specsim.errors import SpecsimError
+
+H100 = load_hardware("h100-sxm")
+L70 = load_model("llama-3.1-70b")
+
+
+@pytest.mark.parametrize("method", sorted(PRIORS))
+def test_priors_reproduce_published_means(method: str) -> None:
+    p = PRIORS[method]
+    assert prior_profile(method).mean_tokens(p.depth) == pytest.approx(p.mean_tokens, abs=1e-6)
+
+
+def test_spec_bench_ordering_of_priors() -> None:
+    # Spec-Bench: EAGLE-2 4.34 > EAGLE 3.58 > Medusa 2.31 > SpS 2.28 > PLD 1.75 > Lookahead 1.64 at their depths.
+    means = {m: PRIORS[m].mean_tokens for m in ("eagle2", "eagle", "medusa", "draft_model", "ngram", "lookahead")}
+    assert list(means) == sorted(means, key=means.get, reverse=True)
+
+
+def test_medusa_acceptance_decays_by_head() -> None:
+    rates = prior_profile("medusa").rates_for(5)
+    assert np.all(np.diff(rates) < 0)
+
+
+def test_draft_model_cost_is_k_passes_of_its_own_forward() -> None:
+    d = make_draft({"method": "draft_model", "model": "llama-3.2-1b", "draft_tp": 1}, L70)
+    one = forward_time_s(H100, d.model, 8, 1, 2048, 1)
+    assert draft_time_s(d, H100, L70, 8, 4, 2048, tp=8) == pytest.approx(4 * one)
+
+
+def test_costs_ordered_by_architecture() -> None:
+    # Per step at k=4, batch 8: n-gram (host only) < EAGLE (one layer) < a 3B draft model.
+    cost = {m: float(draft_time_s(make_draft(m, L70), H100, L70, 8, 4, 2048, tp=8)) for m in ("ngram", "eagle3")}
+    cost["draft_model"] = float(draft_time_s(make_draft({"method": "draft_model", "model": "llama-3.2-3b",
+                                                         "draft_tp": 1}, L70), H100, L70, 8, 4, 2048, tp=8))
+    assert cost["ngram"] < cost["eagle3"] < cost["draft_model"]
+    assert draft_time_s(make_draft("lookahead", L70), H100, L70, 8, 4, 2048) == 0
+
+
+def test_lookahead_verifies_more_tokens() -> None:
+    d = make_draft("lookahead", L70)
+    assert d.verify_tokens_per_seq(4) == 1 + (d.window + d.guesses) * 4
+
+
+def test_eagle3_has_smaller_head_than_eagle2() -> None:
+    w3, _ = memory_bytes_per_gpu(make_draft("eagle3", L70), L70, 1, 1024, 8)
+    w2, _ = memory_bytes_per_gpu(make_draft("eagle2", L70), L70, 1, 1024, 8)
+    assert 0 < w2 < w3  # EAGLE-3 carries its own (32k) LM head; EAGLE-2 reuses the target's
+
+
+def test_mtp_only_for_models_that_ship_it() -> None:
+    with pytest.raises(SpecsimError, match="ships no MTP"):
+        make_draft("mtp", L70)
+    ds = load_model("deepseek-v3")
+    assert float(draft_time_s(make_draft("mtp", ds), load_hardware("h200"), ds, 8, 1, 1024, 8, "fp8")) > 0
+
+
+def test_bad_drafts() -> None:
+    with pytest.raises(SpecsimError, match="unknown draft 'warp'"):
+        make_draft("warp", L70)
+    with pytest.raises(SpecsimError, match="share the target's tokenizer"):
+        make_draft("llama-2-7b", L70)
+    with pytest.raises(SpecsimError, match="unknown field"):
+        make_draft({"method": "eagle3", "depth": 3}, L70)
+    assert set(METHODS) >= {"draft_model", "ngram", "medusa", "eagle3", "mtp", "lookahead"}
