@@ -16,7 +16,7 @@ import numpy as np
 
 from specsim.cost.hardware import load_hardware
 from specsim.cost.model import load_model
-from specsim.drafts.draft import make_draft
+from specsim.drafts.build import make_draft
 from specsim.plan.evaluate import Target
 from specsim.plan.sweep import sweep_arrays
 

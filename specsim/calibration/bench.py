@@ -36,11 +36,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specsim.cost.dtypes import TORCH_NAMES
 from specsim.cost.model import ModelSpec
 from specsim.errors import SpecsimError
 
 OPS = ("gemm", "attention", "memcpy", "peak", "allreduce")
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+DTYPES = TORCH_NAMES
 # Token counts: every count to 16, then steps of 8 to 512 (where decode and verification live),
 # then a coarser sweep to 8192.
 FULL_TOKENS = (*range(1, 17), *range(24, 513, 8), 576, 640, 768, 896, 1024, 1280, 1536, 2048, 3072, 4096, 6144, 8192)

@@ -30,8 +30,8 @@ from scipy.optimize import least_squares
 
 from specsim.calibration.measurements import BAND_LABELS, NEEDS, _compute_dtype, token_band
 from specsim.cost import roofline as rl
+from specsim.cost.dtypes import WEIGHT_BYTES
 from specsim.cost.hardware import HardwareProfile, parse_hardware
-from specsim.cost.model import WEIGHT_BYTES
 from specsim.errors import SpecsimError
 
 # Bounds of each fittable efficiency parameter (physical ranges).

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from specsim.cost import roofline as rl
+from specsim.cost.dtypes import WEIGHT_BYTES, canonical, compute_dtype
 from specsim.cost.hardware import HardwareProfile, load_hardware
-from specsim.cost.model import WEIGHT_BYTES
 from specsim.errors import SpecsimError
 
 COLUMNS = ("op", "device", "dtype", "tokens", "d_in", "d_out", "batch", "context_len", "q_per_seq",
@@ -77,7 +77,7 @@ def check_measurements(df: pd.DataFrame, where: str, need_time: bool = True) -> 
 
 
 def _compute_dtype(dtype: str) -> str:
-    return {"fp16": "bf16", "float16": "bf16", "bfloat16": "bf16", "": "bf16", "int4": "bf16"}.get(dtype, dtype)
+    return compute_dtype(str(dtype)) if str(dtype) else "bf16"
 
 
 def predict_rows(df: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
@@ -91,7 +91,7 @@ def predict_rows(df: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
         if op == "gemm":
             for dtype, g in d.groupby(d["dtype"].map(_compute_dtype)):
                 idx = np.flatnonzero(sel)[np.isin(d.index, g.index)]
-                wb = WEIGHT_BYTES.get(str(g["dtype"].iloc[0]), 2.0)
+                wb = WEIGHT_BYTES.get(canonical(str(g["dtype"].iloc[0])), 2.0)
                 out[idx] = rl.gemm_time_s(g["tokens"], g["d_out"], g["d_in"], hw, dtype, wb)[0] * 1e3
         elif op == "attention":
             kv_tok = 2.0 * d["n_kv_heads"] * d["head_dim"] * 2.0

@@ -15,6 +15,7 @@ from specsim.cli._format import check_format, emit, emit_mapping, parse_int_list
 from specsim.cli.main import app
 from specsim.cost import hardware as hwmod
 from specsim.cost import model as modelmod
+from specsim.cost.dtypes import weight_bytes
 from specsim.cost.forward import FAMILIES, breakdown
 from specsim.cost.ops import PassShape, head_ops, layer_ops, make_shape
 from specsim.errors import SpecsimError
@@ -90,7 +91,7 @@ def models_show(name: str, fmt: Fmt = "table") -> None:
     for part, n in m.param_counts().items():
         data[f"params.{part}"] = n
     for dtype in ("bf16", "fp8", "int4"):
-        data[f"weight_gb.{dtype}"] = m.n_params() * modelmod.weight_bytes(dtype) / 1e9
+        data[f"weight_gb.{dtype}"] = m.n_params() * weight_bytes(dtype) / 1e9
     for dtype in ("bf16", "fp8"):
         data[f"kv_bytes_per_token.{dtype}"] = m.kv_bytes_per_token(dtype)
     emit_mapping(data, fmt, f"model: {m.name}")

@@ -113,7 +113,7 @@ def _real_cost_route(
     """
     from specsim.cost.hardware import load_hardware
     from specsim.cost.model import load_model
-    from specsim.drafts.draft import make_draft
+    from specsim.drafts.build import make_draft
     from specsim.plan.evaluate import Target, config_metrics, memory_per_gpu
 
     target = Target(load_hardware(hardware), load_model(model), setup["tp"], setup["weight_dtype"],

@@ -12,10 +12,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specsim.cost.dtypes import COMPUTE_DTYPES, canonical
 from specsim.errors import SpecsimError
 from specsim.files import positive, read_mapping, require
 
-DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "mem_bw_tb_per_s",
                   "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured", "efficiency",
                   "provenance"}
@@ -91,9 +91,9 @@ class HardwareProfile:
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype; SpecsimError when the GPU lacks it."""
-        key = {"float16": "fp16", "bfloat16": "bf16", "half": "fp16"}.get(dtype, dtype)
+        key = canonical(dtype)
         if key not in self.peak_flops_per_s:
-            raise SpecsimError(f"unknown compute dtype '{dtype}' (known: {', '.join(DTYPES)})")
+            raise SpecsimError(f"unknown compute dtype '{dtype}' (known: {', '.join(COMPUTE_DTYPES)})")
         value = self.peak_flops_per_s[key]
         if value is None:
             raise SpecsimError(f"{self.name} has no {key} tensor cores (peak_tflops.{key} is null)")
@@ -211,7 +211,7 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {sorted(TOP_LEVEL_KEYS)})")
     peaks_raw = require(data, "peak_tflops", where, dict)
     peaks: dict[str, float | None] = {}
-    for dtype in DTYPES:
+    for dtype in COMPUTE_DTYPES:
         value = peaks_raw.get(dtype)
         if value is not None:
             value = positive(peaks_raw, dtype, f"{where}: peak_tflops") * 1e12

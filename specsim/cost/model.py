@@ -11,12 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specsim.cost.dtypes import kv_bytes
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping, require
 
 FAMILIES = ("llama", "mistral", "qwen2", "mixtral", "phi", "qwen", "internlm", "deepseek_v3")
-WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 
 
 @dataclass(frozen=True)
@@ -58,12 +57,20 @@ class ModelSpec:
     def n_moe_layers(self) -> int:
         return self.n_layers - self.n_dense_layers if self.is_moe else 0
 
-    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
-        """KV-cache bytes one token adds over all layers (MLA caches the latent + rope key)."""
+    def kv_heads_per_gpu(self, tp: int = 1) -> float:
+        """KV heads each GPU caches under tensor parallelism: n_kv_heads / tp, replicated (at least one
+        per GPU) when tp exceeds the KV heads (vLLM / Megatron GQA replication)."""
+        return max(self.n_kv_heads / tp, 1.0)
+
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16", tp: int = 1) -> float:
+        """KV-cache bytes one token adds over all layers on one GPU of `tp` (tp = 1: the whole model).
+
+        GQA/MHA: K and V for each KV head; MLA caches the latent + rope key (DeepSeek-V2 §2.1.2),
+        replicated on every GPU. The one implementation of KV bytes in specsim."""
         b = kv_bytes(kv_dtype)
-        if self.is_mla:  # DeepSeek-V2 §2.1.2: cache c_KV (kv_lora_rank) and k_rope (qk_rope_head_dim)
+        if self.is_mla:
             return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b
-        return 2 * self.n_layers * self.n_kv_heads * self.head_dim * b
+        return 2 * self.n_layers * self.kv_heads_per_gpu(tp) * self.head_dim * b
 
     def param_counts(self) -> dict[str, float]:
         """Parameters by part: attention, dense MLP, experts (all), embeddings, lm head."""
@@ -106,16 +113,6 @@ class ModelSpec:
         return c["attention"] + c["dense_mlp"] + self.n_moe_layers * per_token + c["embedding"] + c["lm_head"]
 
 
-def weight_bytes(dtype: str) -> float:
-    if dtype not in WEIGHT_BYTES:
-        raise SpecsimError(f"unknown weight dtype '{dtype}' (known: {', '.join(WEIGHT_BYTES)})")
-    return WEIGHT_BYTES[dtype]
-
-
-def kv_bytes(dtype: str) -> float:
-    if dtype not in KV_BYTES:
-        raise SpecsimError(f"unknown KV dtype '{dtype}' (known: {', '.join(KV_BYTES)})")
-    return KV_BYTES[dtype]
 
 
 def catalogue_dir() -> Path:

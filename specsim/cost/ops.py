@@ -13,13 +13,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost import roofline as rl
+from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, compute_dtype, kv_bytes, weight_bytes
 from specsim.cost.hardware import HardwareProfile
-from specsim.cost.model import ModelSpec, kv_bytes, weight_bytes
+from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.errors import SpecsimError
-
-ACT_BYTES = 2.0  # bf16 activations
-LOGIT_BYTES = 4.0  # fp32 logits for sampling
 
 
 @dataclass(frozen=True)
@@ -57,8 +55,7 @@ class PassShape:
 
     @property
     def compute_dtype(self) -> str:
-        # W8A8 fp8 GEMMs run on fp8 tensor cores; int4 weight-only dequantises to bf16 (Marlin-style)
-        return "fp8" if self.weight_dtype == "fp8" else "bf16"
+        return compute_dtype(self.weight_dtype)
 
 
 def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, tp: int = 1,
@@ -94,7 +91,6 @@ def _attention_ops(model: ModelSpec, hw: HardwareProfile, s: PassShape, count: i
     t_ = s.tokens
     tp, h = s.tp, model.hidden
     heads = model.n_heads / tp
-    kvb = kv_bytes(s.kv_dtype)
     if model.is_mla:
         # DeepSeek-V2/V3 MLA with weight absorption for decode (DeepSeek-V2 §2.1; FlashMLA):
         # queries go through the low-rank q path, keys/values live in a shared 512+64 latent.
@@ -109,16 +105,16 @@ def _attention_ops(model: ModelSpec, hw: HardwareProfile, s: PassShape, count: i
         qkv = _sum("qkv", parts)
         o = _sum("o", [_gemm("absorb_v", t_, model.v_head_dim, lat, hw, s, groups=heads, count=count),
                        _gemm("o", t_, h, heads * model.v_head_dim, hw, s, count=count)])
-        kv_tok = (lat + model.qk_rope_head_dim) * kvb
+        kv_tok = model.kv_bytes_per_token(s.kv_dtype, tp) / model.n_layers
         at, ac, am, af, ab = rl.attention_time_s(s.batch, s.q_per_seq, s.context_len, heads, 1,
                                                  lat + model.qk_rope_head_dim, lat, kv_tok, hw)
         write_bytes = t_ * kv_tok * 2.0
     else:
-        kvh = max(model.n_kv_heads / tp, 1.0)  # KV heads are replicated when tp > n_kv_heads
+        kvh = model.kv_heads_per_gpu(tp)
         hd = model.head_dim
         qkv = _gemm("qkv", t_, (heads + 2 * kvh) * hd, h, hw, s, count=count)
         o = _gemm("o", t_, h, heads * hd, hw, s, count=count)
-        kv_tok = 2 * kvh * hd * kvb
+        kv_tok = model.kv_bytes_per_token(s.kv_dtype, tp) / model.n_layers
         at, ac, am, af, ab = rl.attention_time_s(s.batch, s.q_per_seq, s.context_len, heads, kvh,
                                                  hd, hd, kv_tok, hw)
         write_bytes = t_ * kv_tok * 2.0

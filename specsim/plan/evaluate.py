@@ -11,11 +11,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost import roofline as rl
+from specsim.cost.dtypes import weight_bytes
 from specsim.cost.forward import forward_time_s
 from specsim.cost.hardware import HardwareProfile
-from specsim.cost.model import ModelSpec, weight_bytes
+from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
-from specsim.drafts.draft import Draft, draft_time_s, memory_bytes_per_gpu
+from specsim.drafts.cost import draft_time_s, memory_bytes_per_gpu
+from specsim.drafts.draft import Draft
 from specsim.plan.step import StepMetrics, step_metrics
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from specsim.cost.forward import forward_time_s
-from specsim.drafts.draft import Draft, make_draft
+from specsim.drafts.build import make_draft
+from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
 from specsim.plan.evaluate import Target, config_metrics, fits
 from specsim.plan.scenario import Bucket, Scenario

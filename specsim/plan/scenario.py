@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specsim.acceptance.metrics import load_acceptance
+from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES
 from specsim.cost.hardware import HardwareProfile, load_hardware
-from specsim.cost.model import KV_BYTES, WEIGHT_BYTES, ModelSpec, load_model
-from specsim.drafts.draft import Draft, make_draft
+from specsim.cost.model import ModelSpec, load_model
+from specsim.drafts.build import make_draft
+from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping
 
@@ -135,6 +138,31 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
     return tuple(Bucket(b.name, b.weight / total, b.batch, b.contexts) for b in buckets), None
 
 
+def _relative(value: Any, base: Path) -> str:
+    """A path written in a scenario is relative to the scenario's folder; a bare name (a bundled
+    profile or catalogue model) is left as it is."""
+    text = str(value)
+    looks_like_path = "/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json"))
+    if looks_like_path and not Path(text).is_absolute():
+        return str(base / text)
+    return text
+
+
+def _read_acceptance_file(spec: Any, base: Path, where: str) -> Any:
+    """A draft mapping whose acceptance is {file: PATH[, k: K]} with that file read (relative to the
+    scenario) into an AcceptanceProfile; anything else unchanged."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("acceptance"), dict) or "file" not in spec["acceptance"]:
+        return spec
+    acc = spec["acceptance"]
+    unknown = set(acc) - {"file", "k"}
+    if unknown:
+        raise SpecsimError(f"{where}.acceptance: unknown field(s) {sorted(unknown)} with 'file' (allowed: file, k)")
+    k = acc.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise SpecsimError(f"{where}.acceptance.k must be an integer >= 1, got {k!r}")
+    return {**spec, "acceptance": load_acceptance(_relative(acc["file"], base), k)}
+
+
 def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     unknown = set(data) - TOP_KEYS
     if unknown:
@@ -142,9 +170,10 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     for key in ("hardware", "model", "load"):
         if key not in data:
             raise SpecsimError(f"{where}: missing field '{key}'")
+    base = Path(where).parent
     try:
-        hw = load_hardware(str(data["hardware"]))
-        model = load_model(str(data["model"]))
+        hw = load_hardware(_relative(data["hardware"], base))
+        model = load_model(_relative(data["model"], base))
     except SpecsimError as exc:
         raise SpecsimError(f"{where}: {exc}") from None
     objective = str(data.get("objective", "throughput"))
@@ -162,7 +191,8 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     if not isinstance(drafts_raw, list) or not drafts_raw:
         raise SpecsimError(f"{where}: field 'drafts' must be a non-empty list of draft methods")
     try:
-        drafts = tuple(make_draft(d, model, f"drafts[{i}]") for i, d in enumerate(drafts_raw))
+        drafts = tuple(make_draft(_read_acceptance_file(d, base, f"drafts[{i}]"), model, f"drafts[{i}]")
+                       for i, d in enumerate(drafts_raw))
     except SpecsimError as exc:
         raise SpecsimError(f"{where}: {exc}") from None
     labels = [d.label for d in drafts]

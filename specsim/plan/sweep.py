@@ -11,7 +11,8 @@ import pandas as pd
 
 from specsim.acceptance.chain import expected_tokens
 from specsim.cost.forward import forward_time_s
-from specsim.drafts.draft import Draft, draft_time_s
+from specsim.drafts.cost import draft_time_s
+from specsim.drafts.draft import Draft
 from specsim.plan.evaluate import Target, memory_per_gpu, overhead_time_s
 from specsim.plan.scenario import Scenario
 

@@ -30,7 +30,8 @@ from matplotlib.figure import Figure
 from specsim.acceptance.chain import AcceptanceProfile, alpha_from_mean_tokens
 from specsim.cost.forward import breakdown, forward_time_s
 from specsim.cost.ops import make_shape
-from specsim.drafts.draft import Draft, make_draft
+from specsim.drafts.build import make_draft
+from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
 from specsim.plan.capacity import cost_per_mtok_usd, max_rate_rps, replicas_needed, solver_max_rate
 from specsim.plan.evaluate import Target, config_metrics, fits, memory_per_gpu

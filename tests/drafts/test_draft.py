@@ -6,7 +6,10 @@ import pytest
 from specsim.cost.forward import forward_time_s
 from specsim.cost.hardware import load_hardware
 from specsim.cost.model import load_model
-from specsim.drafts.draft import METHODS, PRIORS, draft_time_s, make_draft, memory_bytes_per_gpu, prior_profile
+from specsim.drafts.build import make_draft
+from specsim.drafts.cost import draft_time_s, memory_bytes_per_gpu
+from specsim.drafts.draft import METHODS
+from specsim.drafts.priors import PRIORS, prior_profile
 from specsim.errors import SpecsimError
 
 H100 = load_hardware("h100-sxm")

@@ -208,7 +208,7 @@ def test_objectives_at_fixed_batch_and_slo_flag() -> None:
 
 
 def test_memory_per_gpu_by_hand() -> None:
-    from specsim.drafts.draft import make_draft
+    from specsim.drafts.build import make_draft
     from specsim.plan.evaluate import memory_per_gpu
 
     s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-70b", "tp": 8, "drafts": ["eagle3"],

@@ -16,7 +16,7 @@ import pytest
 
 from specsim.acceptance.chain import AcceptanceProfile
 from specsim.cli.main import main
-from specsim.drafts.draft import make_draft
+from specsim.drafts.build import make_draft
 from specsim.errors import SpecsimError
 from specsim.plan import capacity as capacity_mod
 from specsim.plan.optimize import plan
