@@ -146,7 +146,8 @@ def _real_cost_route(
                        extra_overhead_s=overhead_time_s)
     mem = memory_per_gpu(target, d, k, batch, context)
     info = {"draft": d.label, "method": d.method, "acceptance": d.acceptance.source,
-            "memory_gb_per_gpu": float(mem["total"]) / 1e9, "memory_capacity_gb": float(mem["capacity"]) / 1e9,
+            "memory_gib_per_gpu": float(mem.total) / 2**30, "memory_capacity_gib": float(mem.capacity) / 2**30,
+            "fits_memory": bool(mem.fits),
             "k": k}
     note = (f"roofline cost model: {target.model.name} on {setup['tp']}x {target.hardware.name}, draft {d.label} "
             f"({d.method}), acceptance {d.acceptance.source}")
@@ -256,7 +257,7 @@ def evaluate(
             print_json({**result, **info})
             return
         rows = [(key, value) for key, value in result.items()]
-        rows += [("memory per GPU (GB)", f"{extra['memory_gb_per_gpu']:.1f} of {extra['memory_capacity_gb']:.1f}"),
+        rows += [("memory per GPU (GiB)", f"{extra['memory_gib_per_gpu']:.1f} of {extra['memory_capacity_gib']:.1f}"),
                  ("acceptance", extra["acceptance"])]
         print_kv_table(f"speculative step: {extra['draft']} k={extra['k']}, batch {batch}, context {context}", rows,
                        note=cost_note + "\n" + "tokens_per_step: " + MEAN_LENGTH_CONVENTION)

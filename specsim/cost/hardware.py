@@ -16,9 +16,9 @@ from specsim.cost.dtypes import COMPUTE_DTYPES, canonical
 from specsim.errors import SpecsimError
 from specsim.files import positive, read_mapping, require
 
-TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "mem_bw_tb_per_s",
-                  "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured", "efficiency",
-                  "provenance"}
+TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
+                  "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
+                  "efficiency", "provenance"}
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,13 @@ class HardwareProfile:
     efficiency: Efficiency = field(default_factory=Efficiency)
     provenance: dict[str, Any] = field(default_factory=dict)
     source_path: str = ""
+    #: The memory an engine sees (CUDA's total, what vLLM's gpu_memory_utilization multiplies), in
+    #: bytes; profiles state it in GiB (`memory_gib`); without it, the datasheet GB read as GiB.
+    total_memory_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.total_memory_bytes:
+            object.__setattr__(self, "total_memory_bytes", self.memory_bytes / 1e9 * 2**30)
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype; SpecsimError when the GPU lacks it."""
@@ -112,6 +119,7 @@ class HardwareProfile:
             "sm_count": self.sm_count,
             "clock_mhz": self.clock_mhz,
             "memory_gb": self.memory_bytes / 1e9,
+            "memory_gib": self.total_memory_bytes / 2**30,
             "mem_bw_tb_per_s": self.mem_bw_bytes_per_s / 1e12,
             "l2_mb": self.l2_bytes / 1e6,
             "peak_tflops": {
@@ -232,6 +240,7 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         sm_count=int(positive(data, "sm_count", where)),
         clock_mhz=float(data.get("clock_mhz") or 0.0),
         memory_bytes=positive(data, "memory_gb", where) * 1e9,
+        total_memory_bytes=(positive(data, "memory_gib", where) * 2**30) if data.get("memory_gib") is not None else 0.0,
         mem_bw_bytes_per_s=positive(data, "mem_bw_tb_per_s", where) * 1e12,
         l2_bytes=positive(data, "l2_mb", where) * 1e6,
         peak_flops_per_s=peaks,

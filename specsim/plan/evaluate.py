@@ -1,6 +1,6 @@
 """One speculative configuration on real costs: the join of drafts, the cost model and step
-economics. `specsim evaluate --hardware ... --draft ...` and `specsim plan` both call
-`config_metrics`, so the two routes agree by construction.
+economics, and the one implementation of it. `specsim evaluate`, `plan`, `sweep` and reports all go
+through `step_arrays`, so every route agrees by construction.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost import roofline as rl
-from specsim.cost.dtypes import weight_bytes
 from specsim.cost.forward import forward_time_s
 from specsim.cost.hardware import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
-from specsim.drafts.cost import draft_time_s, memory_bytes_per_gpu
+from specsim.drafts.cost import draft_time_s
 from specsim.drafts.draft import Draft
+from specsim.plan.memory import Memory
+from specsim.plan.memory import memory_per_gpu as _memory
 from specsim.plan.step import StepMetrics, step_metrics
 
 
@@ -42,40 +43,74 @@ def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:
     return np.where(kk > 0, rl.memory_op_time_s(b * kk * t.model.vocab * 4.0 * 2.0, t.hardware, 2.0), 0.0)
 
 
+@dataclass(frozen=True, eq=False)
+class StepTimes:
+    """Seconds of a step's parts, broadcast over (k, batch, context)."""
+
+    draft_s: Array
+    verify_s: Array
+    overhead_s: Array
+    baseline_s: Array
+
+
+def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,
+               verify_tokens_per_seq: ArrayLike | None = None) -> StepTimes:
+    """Draft, verification, overhead and plain-decoding times for arrays of k, batch and context.
+
+    k = 0 (or the method "none") is plain decoding: no draft, verification = the baseline pass.
+    `verify_tokens_per_seq` overrides the draft's own (a user's tree file)."""
+    kk, b, ctx = (np.asarray(a, dtype=float) for a in (k, batch, context_len))
+    hw, m = t.hardware, t.model
+    base = forward_time_s(hw, m, b, 1, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    plain = (kk <= 0) | (d.method == "none")
+    q = d.verify_tokens_per_seq(kk) if verify_tokens_per_seq is None else np.asarray(verify_tokens_per_seq, float)
+    q = np.where(plain, 1.0, q)
+    verify = np.where(plain, base, forward_time_s(hw, m, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype))
+    if d.method == "none":
+        draft = np.zeros(np.broadcast_shapes(kk.shape, b.shape, ctx.shape))
+    else:
+        draft = np.where(plain, 0.0, draft_time_s(d, hw, m, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype,
+                                                  t.kv_dtype))
+    over = np.where(plain, 0.0, overhead_time_s(t, b, kk))
+    return StepTimes(np.asarray(draft), np.asarray(verify), np.asarray(over), np.asarray(base))
+
+
+def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,
+                tokens_per_step: ArrayLike, verify_tokens_per_seq: ArrayLike | None = None,
+                extra_overhead_s: float = 0.0) -> StepMetrics:
+    """The step economics (plan/step.py) of draft d for arrays of k, batch, context and tokens per step.
+
+    Tokens per step may be NaN where acceptance is unknown (k past a measured profile): the derived
+    figures are then NaN too, never extrapolated."""
+    times = step_times(t, d, k, batch, context_len, verify_tokens_per_seq)
+    # Fields keep their own (broadcast-compatible) shapes: a sweep's step times are [k, batch, context]
+    # while tokens per step carry the alpha axis; derived figures broadcast when asked for.
+    return StepMetrics(np.asarray(tokens_per_step, dtype=float), times.draft_s, times.verify_s,
+                       times.overhead_s + extra_overhead_s, times.baseline_s, np.asarray(batch, dtype=float))
+
+
 def config_metrics(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike,
                    alpha_scale: float = 1.0, tokens_per_step: float | None = None,
                    verify_tokens_per_seq: float | None = None, extra_overhead_s: float = 0.0) -> StepMetrics:
-    """Step economics of draft d at depth k, for arrays of batch and context (k = 0: plain decoding).
+    """Step economics of draft d at one depth k, for arrays of batch and context (k = 0: plain decoding).
 
     `tokens_per_step` / `verify_tokens_per_seq` override the draft's own (a user's tree file)."""
     b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
-    hw, m = t.hardware, t.model
-    baseline = forward_time_s(hw, m, b, 1, ctx, t.tp, t.weight_dtype, t.kv_dtype)
     if k == 0 or d.method == "none":
-        return step_metrics(1.0, 0.0, baseline, baseline, b)
-    q = float(d.verify_tokens_per_seq(k)) if verify_tokens_per_seq is None else verify_tokens_per_seq
-    verify = forward_time_s(hw, m, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
-    draft = draft_time_s(d, hw, m, b, k, ctx, t.tp, t.weight_dtype, t.kv_dtype)
-    tokens = d.tokens_per_step(k, alpha_scale) if tokens_per_step is None else tokens_per_step
-    return step_metrics(tokens, draft, verify, baseline, b, overhead_time_s(t, b, k) + extra_overhead_s)
+        tokens = 1.0
+    else:
+        tokens = d.tokens_per_step(k, alpha_scale) if tokens_per_step is None else tokens_per_step
+    m = step_arrays(t, d, k, b, ctx, tokens, verify_tokens_per_seq, extra_overhead_s if k else 0.0)
+    return step_metrics(m.tokens_per_step, m.draft_time_s, m.verify_time_s, m.baseline_step_time_s, m.batch,
+                        m.overhead_time_s)
 
 
-def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> dict[str, Array]:
-    """Bytes on each GPU: target weights, target KV for B x (L + verify tokens), draft weights and KV."""
-    b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
-    m = t.model
-    q = float(d.verify_tokens_per_seq(k)) if k else 1.0
-    weights = m.n_params() * weight_bytes(t.weight_dtype) / t.tp
-    # Each GPU caches its share of the KV heads (replicated when tp > KV heads); MLA's latent is
-    # replicated on every GPU.
-    share = 1.0 if m.is_mla else max(m.n_kv_heads / t.tp, 1.0) / m.n_kv_heads
-    kv = b * (ctx + q) * m.kv_bytes_per_token(t.kv_dtype) * share
-    dw, dkv = memory_bytes_per_gpu(d, m, b, ctx + q, t.tp, t.weight_dtype, t.kv_dtype) if k else (0 * b, 0 * b)
-    total = weights + kv + dw + dkv
-    return {"weights": np.full(b.shape, weights), "kv_cache": kv, "draft_weights": dw, "draft_kv": dkv,
-            "total": total, "capacity": np.full(b.shape, t.hardware.memory_bytes * t.memory_utilization)}
+def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Memory:
+    """Memory on each GPU (plan/memory.py) for this target running draft d at depth k."""
+    q = float(d.verify_tokens_per_seq(k)) if k and d.method != "none" else 1.0
+    return _memory(t.hardware.total_memory_bytes, t.memory_utilization, t.model, d, k if d.method != "none" else 0,
+                   batch, context_len, t.tp, t.weight_dtype, t.kv_dtype, q)
 
 
 def fits(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Array:
-    mem = memory_per_gpu(t, d, k, batch, context_len)
-    return mem["total"] <= mem["capacity"]
+    return memory_per_gpu(t, d, k, batch, context_len).fits

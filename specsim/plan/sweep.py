@@ -1,60 +1,49 @@
 """A whole grid in one vectorised pass per draft: k x batch x context (x alpha).
 
-Built from the same pieces as `speculate.config_metrics` (forward_time_s, draft_time_s, the step
-overhead), broadcast over k too, so a sweep of millions of configurations is a few numpy calls.
+The same step arithmetic as every other route (`plan.evaluate.step_arrays`), broadcast over k too,
+so a sweep of millions of configurations is a few numpy calls.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
-from specsim.acceptance.chain import expected_tokens
-from specsim.cost.forward import forward_time_s
-from specsim.drafts.cost import draft_time_s
+from specsim.acceptance.chain import AcceptanceProfile, expected_tokens
 from specsim.drafts.draft import Draft
-from specsim.plan.evaluate import Target, memory_per_gpu, overhead_time_s
+from specsim.plan.evaluate import Target, memory_per_gpu, step_arrays
 from specsim.plan.scenario import Scenario
+
+
+def _tokens_per_step(d: Draft, max_k: int, alphas: np.ndarray | None) -> np.ndarray:
+    """[alpha, k] tokens per step: the draft's own profile (NaN past a measured profile's depth), or
+    i.i.d. alphas (through the draft's tree for tree drafts)."""
+    ks = np.arange(max_k + 1)
+    if d.method == "none":
+        return np.ones((1 if alphas is None else len(alphas), max_k + 1))
+    if alphas is None:
+        k_known = max_k if d.acceptance.max_k is None else d.acceptance.max_k
+        return np.array([[d.tokens_per_step(int(kk)) if kk <= k_known else np.nan for kk in ks]])
+    if d.is_tree:
+        return np.array([[dataclasses.replace(d, acceptance=AcceptanceProfile.from_alpha(float(a))).tokens_per_step(
+            int(kk)) for kk in ks] for a in alphas])
+    return expected_tokens(np.asarray(alphas)[:, None], ks[None, :])
 
 
 def sweep_arrays(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: np.ndarray,
                  alphas: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Arrays of shape [alpha, k, batch, context] (alpha axis of length 1 without `alphas`)."""
-    hw, m = t.hardware, t.model
-    k = np.arange(max_k + 1, dtype=float)[:, None, None]
-    b = np.asarray(batch, float)[None, :, None]
-    c = np.asarray(context, float)[None, None, :]
-    base = forward_time_s(hw, m, b, 1, c, t.tp, t.weight_dtype, t.kv_dtype)
-    q = d.verify_tokens_per_seq(k) if d.method != "none" else np.ones_like(k)
-    verify = forward_time_s(hw, m, b, q, c, t.tp, t.weight_dtype, t.kv_dtype)
-    verify = np.where(k > 0, verify, base)
-    draft = np.where(k > 0, draft_time_s(d, hw, m, b, np.maximum(k, 1), c, t.tp, t.weight_dtype, t.kv_dtype), 0.0)
-    over = overhead_time_s(t, b, k)
-    ks = np.arange(max_k + 1)
-    if alphas is None:
-        # k beyond a measured profile's positions (no i.i.d. tail) is unknown: NaN, not extrapolated
-        k_known = max_k if d.acceptance.max_k is None else d.acceptance.max_k
-        tps = np.array([d.tokens_per_step(int(kk)) if kk <= k_known or d.method == "none" else np.nan
-                        for kk in ks])[None, :]
-    elif d.is_tree:
-        tps = np.array([[Draft(d.method, type(d.acceptance).from_alpha(float(a)), topk=d.topk,
-                               num_draft_tokens=d.num_draft_tokens).tokens_per_step(int(kk)) for kk in ks]
-                        for a in alphas])
-    else:
-        tps = expected_tokens(np.asarray(alphas)[:, None], ks[None, :])
-    if d.method == "none":
-        tps = np.ones_like(tps)
-    tps = tps[:, :, None, None]
-    step = draft + verify + over
-    out = {
-        "tokens_per_step": np.broadcast_to(tps, tps.shape[:2] + step.shape[1:]),
-        "step_ms": step * 1e3, "draft_ms": draft * 1e3, "verify_ms": verify * 1e3,
-        "baseline_step_ms": base * 1e3,
-    }
-    out["speedup"] = tps * base / step
-    out["throughput_tok_s"] = b * tps / step
-    out["ms_per_token"] = step * 1e3 / tps
-    fit = [memory_per_gpu(t, d, int(kk), b[0], c[0])["total"] <= hw.memory_bytes * t.memory_utilization for kk in ks]
+    """Arrays of shape [alpha, k, batch, context] (alpha axis of length 1 without `alphas`): the
+    figures of `plan.evaluate.step_arrays` plus `fits_memory`."""
+    k = np.arange(max_k + 1, dtype=float)[None, :, None, None]
+    b = np.asarray(batch, float)[None, None, :, None]
+    c = np.asarray(context, float)[None, None, None, :]
+    tps = _tokens_per_step(d, max_k, alphas)[:, :, None, None]
+    m = step_arrays(t, d, k, b, c, tps)
+    out = {name: value for name, value in m.as_dict().items()
+           if name not in ("overhead_ms", "baseline_throughput_tok_s")}
+    fit = [memory_per_gpu(t, d, int(kk), b[0, 0], c[0, 0]).fits for kk in range(max_k + 1)]
     out["fits_memory"] = np.stack(fit)[None]
     return out
 

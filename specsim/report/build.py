@@ -567,14 +567,14 @@ def sensitivity_section(c: Ctx) -> Section:
 
 # --- memory ------------------------------------------------------------------------------------------
 
-GB = 1e9
+GIB = float(2**30)
 
 
 def _largest_batch(t: Target, d: Draft, k: int, context: float) -> int:
     one, two = (memory_per_gpu(t, d, k, b, context) for b in (1.0, 2.0))
-    per_seq = float(two["total"] - one["total"])
-    fixed = float(one["total"]) - per_seq
-    cap = float(one["capacity"])
+    per_seq = float(two.total - one.total)
+    fixed = float(one.total) - per_seq
+    cap = float(one.capacity)
     return max(0, int((cap - fixed) // per_seq)) if per_seq > 0 else 0
 
 
@@ -593,21 +593,26 @@ def memory_section(c: Ctx) -> Section:
                 m = memory_per_gpu(t, dd, k, b, r["context"])
                 labels.append(f"{lab}, B={b}: {name}")
                 for p in fg.MEMORY_PARTS:
-                    parts[p].append(float(m[p]) / GB)
-                total = float(m["total"]) / GB
-                rows.append([lab, f"{r['context']:,}", name, b, f"{float(m['weights']) / GB:.1f}",
-                             f"{float(m['kv_cache']) / GB:.1f}",
-                             f"{(float(m['draft_weights']) + float(m['draft_kv'])) / GB:.2f}", f"{total:.1f}",
-                             "yes" if total <= float(m["capacity"]) / GB else "**no**",
+                    parts[p].append(float(getattr(m, p)) / GIB)
+                total = float(m.total) / GIB
+                rows.append([lab, f"{r['context']:,}", name, b, f"{float(m.weights) / GIB:.1f}",
+                             f"{float(m.kv_cache) / GIB:.1f}",
+                             f"{(float(m.activations) + float(m.reserved)) / GIB:.1f}",
+                             f"{(float(m.draft_weights) + float(m.draft_kv)) / GIB:.2f}", f"{total:.1f}",
+                             "yes" if bool(m.fits) else "**no**",
                              _largest_batch(t, dd, k, r["context"])])
-    cap = t.hardware.memory_bytes * t.memory_utilization / GB
-    fig = fg.memory(labels, parts, cap, t.hardware.memory_bytes / GB, c.title)
-    text = (f"Per GPU, with weights split over tp = {t.tp} and {s.kv_dtype} KV cache; usable capacity is "
-            f"{s.memory_utilization:.0%} of {t.hardware.memory_bytes / GB:.0f} GB = {cap:.1f} GB. Speculation adds "
-            "the draft's weights and KV cache and the verified tokens' KV slots.\n\n"
-            + _md_table(["bucket", "context", "setting", "batch", "weights GB", "KV cache GB", "draft GB", "total GB",
-                         "fits", "largest batch that fits"], rows, "lrlrrrrrlr"))
-    return Section("Memory", text, fig, "memory", "Weights, KV cache and draft footprint against capacity")
+    total_gib = t.hardware.total_memory_bytes / GIB
+    cap = total_gib * t.memory_utilization
+    fig = fg.memory(labels, parts, cap, total_gib, c.title)
+    text = (f"Per GPU, with weights split over tp = {t.tp} and {s.kv_dtype} KV cache, counted as vLLM counts it: "
+            f"usable is {s.memory_utilization:.0%} (`gpu_memory_utilization`) of {total_gib:.1f} GiB = {cap:.1f} GiB, "
+            "from which the weights, the activation peak of a profiling pass and the non-torch / CUDA-graph "
+            "reserves come before the KV cache. Speculation adds the draft's weights and KV cache and the verified "
+            "tokens' KV slots.\n\n"
+            + _md_table(["bucket", "context", "setting", "batch", "weights GiB", "KV cache GiB",
+                         "activations + reserves GiB", "draft GiB", "total GiB", "fits", "largest batch that fits"],
+                        rows, "lrlrrrrrrlr"))
+    return Section("Memory", text, fig, "memory", "Weights, KV cache, reserves and draft footprint against capacity")
 
 
 # --- capacity and cost ---------------------------------------------------------------------------------
@@ -745,7 +750,8 @@ def provenance_section(c: Ctx, reference: Path | None) -> Section:
     lines = [f"**{hw.name}**: {hw.description}. Efficiency parameters are **{profile_kind(eff.source)}**: "
              f"\"{eff.source.strip()}\"", "", fit_quality(hw.name, reference), ""]
     peaks = ", ".join(f"{k} {v / 1e12:g}" for k, v in hw.peak_flops_per_s.items() if v is not None and k != "fp32")
-    prow = [["memory", f"{hw.memory_bytes / GB:g} GB"], ["HBM bandwidth", f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s"],
+    prow = [["memory", f"{hw.memory_bytes / 1e9:g} GB ({hw.total_memory_bytes / GIB:.1f} GiB usable by CUDA)"],
+            ["HBM bandwidth", f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s"],
             ["dense peaks", f"{peaks} TFLOPS"],
             ["interconnect", f"{hw.interconnect.kind}, all-reduce {hw.interconnect.allreduce_busbw_bytes_per_s / 1e9:g}"
                              f" GB/s bus bandwidth + {hw.interconnect.allreduce_latency_s * 1e6:g} us"],

@@ -1,0 +1,113 @@
+"""GPU memory per GPU as a serving engine counts it: the one implementation of the memory check.
+
+vLLM's accounting (``gpu_worker.determine_available_memory``; logs quoted in the sources below):
+the engine may use ``total_gpu_memory x gpu_memory_utilization``; from that it takes the weights,
+the non-torch memory (CUDA context, cuBLAS workspaces, NCCL / custom all-reduce buffers), the
+activation peak of a profiling pass over ``max_num_batched_tokens`` tokens and the CUDA-graph pool;
+the rest is KV cache. A configuration fits when its KV cache (target and draft, for every running
+sequence's context plus the tokens it verifies) fits in that rest.
+
+All figures are bytes on one GPU; people read GiB (``Memory.to_dict``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, weight_bytes
+from specsim.cost.model import ModelSpec
+from specsim.cost.roofline import Array
+from specsim.drafts.cost import memory_bytes_per_gpu
+from specsim.drafts.draft import Draft
+
+GIB = float(2**30)
+#: vLLM's default token budget of the profiling pass (``max_num_batched_tokens`` with chunked prefill).
+PROFILE_TOKENS = 8192
+#: vLLM's default ``max_num_seqs``: logits of that many sequences are materialised in the profile run.
+PROFILE_SEQS = 256
+#: Non-torch memory at tp = 1: 0.16 GiB in vLLM V1 logs on H100 (kubernetes-sigs/gateway-api-inference-
+#: extension#550; generative-computing/mellea#416); NCCL and custom all-reduce buffers add about 1.8 GiB
+#: per GPU at tp > 1 (vllm-project/vllm#10511: 1.79 -> 3.58 GiB from tp 1 to tp 2, Llama-3-8B, H100).
+NON_TORCH_BYTES = 0.16 * GIB
+NON_TORCH_TP_BYTES = 1.8 * GIB
+#: CUDA-graph pool: 0.13-0.21 GiB for 0.5-1B models (vllm-project/vllm#11349, mellea#416); larger
+#: models capture the same graphs with wider buffers: an estimate of 0.25 GiB per GPU.
+GRAPH_BYTES = 0.25 * GIB
+
+
+def activation_peak_bytes(hidden: int, intermediate: int, q_heads: int, kv_heads: float, head_dim: int, vocab: int,
+                          tp: int, verify_tokens_per_seq: float = 1.0) -> float:
+    """Peak activations of vLLM's profiling pass over PROFILE_TOKENS tokens, per GPU.
+
+    The widest live tensors of one layer: the MLP's gate+up output (2 x inter/tp), the activation
+    output (inter/tp), three hidden-size buffers (residual, normed input, output) and the QKV output,
+    in bf16; plus fp32 logits (and the sampler's copy) for PROFILE_SEQS sequences x the tokens each
+    verifies. Checked against vLLM's log for Llama-3-8B on H100: "PyTorch activation peak memory
+    1.26 GiB" (vllm-project/vllm#10511); this gives 1.18 GiB.
+    """
+    per_token = 3.0 * intermediate / tp + 3.0 * hidden + (q_heads + 2.0 * kv_heads) * head_dim / tp
+    logits = 2.0 * PROFILE_SEQS * verify_tokens_per_seq * vocab / tp * LOGIT_BYTES
+    return PROFILE_TOKENS * per_token * ACT_BYTES + logits
+
+
+@dataclass(frozen=True, eq=False)
+class Memory:
+    """Bytes on each GPU (arrays broadcast over batch and context)."""
+
+    weights: Array
+    kv_cache: Array
+    activations: Array
+    reserved: Array  # non-torch memory and the CUDA-graph pool
+    draft_weights: Array
+    draft_kv: Array
+    capacity: Array  # total_gpu_memory x gpu_memory_utilization
+
+    PARTS = ("weights", "kv_cache", "activations", "reserved", "draft_weights", "draft_kv")
+
+    @property
+    def total(self) -> Array:
+        return sum((getattr(self, p) for p in self.PARTS), np.zeros_like(self.capacity))
+
+    @property
+    def fits(self) -> Array:
+        return self.total <= self.capacity
+
+    @property
+    def kv_capacity(self) -> Array:
+        """Bytes left for the KV cache (target and draft) after everything else."""
+        return self.capacity - (self.weights + self.activations + self.reserved + self.draft_weights)
+
+    def to_dict(self) -> dict[str, Array]:
+        """Every part, the total and the capacity in GiB."""
+        out = {f"{p}_gib": getattr(self, p) / GIB for p in self.PARTS}
+        out["total_gib"] = self.total / GIB
+        out["capacity_gib"] = self.capacity / GIB
+        return out
+
+
+def memory_per_gpu(hardware_total_bytes: float, utilization: float, model: ModelSpec, d: Draft, k: int,
+                   batch: ArrayLike, context_len: ArrayLike, tp: int, weight_dtype: str, kv_dtype: str,
+                   verify_tokens_per_seq: float = 1.0) -> Memory:
+    """Memory on each GPU for B sequences at context L running draft d at depth k (k = 0: plain).
+
+    Each sequence holds KV for its context plus the tokens it verifies (their slots are written
+    before acceptance is known); the draft adds its weights and, for draft models and EAGLE/MTP
+    layers, its own KV cache.
+    """
+    b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
+    q = verify_tokens_per_seq if k else 1.0
+    weights = model.n_params() * weight_bytes(weight_dtype) / tp
+    kv = b * (ctx + q) * model.kv_bytes_per_token(kv_dtype, tp)
+    act = activation_peak_bytes(model.hidden, max(model.intermediate, model.moe_intermediate * max(model.top_k, 1)),
+                                model.n_heads, model.kv_heads_per_gpu(tp) * tp, model.head_dim, model.vocab, tp, q)
+    reserved = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0.0) + GRAPH_BYTES
+    if k:
+        dw, dkv = memory_bytes_per_gpu(d, model, b, ctx + q, tp, weight_dtype, kv_dtype)
+    else:
+        dw, dkv = np.zeros(b.shape), np.zeros(b.shape)
+    full = np.full(b.shape, 1.0)
+    return Memory(weights * full, kv, act * full, reserved * full, dw, dkv,
+                  hardware_total_bytes * utilization * full)

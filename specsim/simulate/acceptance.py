@@ -1,0 +1,85 @@
+"""Per-request chain acceptance from a workload mix, and the sampling of accepted draft tokens.
+
+Each request belongs to one workload class (drawn by the class shares). A class gives per-position
+conditional acceptance rates alpha_1, alpha_2, ...: draft token i is accepted given tokens 1..i-1 were.
+For a chain of k drafted tokens the number accepted A satisfies P(A >= i) = prod_{j<=i} alpha_j for
+i <= k (Leviathan et al. 2023, sec. 3.4 with position-dependent rates; Li et al. 2024, EAGLE-2), so with
+one uniform u per request and step, A = #{i <= k : u < prod_{j<=i} alpha_j}. A decode step emits 1 + A
+tokens (the verified prefix plus the target's own token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from specsim.errors import SpecsimError
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class WorkloadClass:
+    """A share of the requests with per-position conditional acceptance rates (the last one repeats)."""
+
+    name: str
+    share: float
+    alphas: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.share > 0:
+            raise SpecsimError(f"workload '{self.name}': field 'share' must be > 0, got {self.share!r}")
+        if not self.alphas or any(not 0.0 <= a <= 1.0 for a in self.alphas):
+            raise SpecsimError(f"workload '{self.name}': field 'alphas' must be a non-empty list of rates in "
+                               f"[0, 1], got {list(self.alphas)!r}")
+
+    def conditional(self, k: int) -> FloatArray:
+        """alpha_1..alpha_k (the last given rate repeats past the list's end)."""
+        a = np.asarray(self.alphas, dtype=np.float64)
+        return np.concatenate([a, np.full(max(0, k - len(a)), a[-1])])[:k]
+
+
+@dataclass(frozen=True)
+class AcceptanceMix:
+    """Workload classes and their shares (normalised when used)."""
+
+    classes: tuple[WorkloadClass, ...]
+
+    def __post_init__(self) -> None:
+        if not self.classes:
+            raise SpecsimError("acceptance mix: at least one workload class is needed")
+
+    @classmethod
+    def constant(cls, alpha: float) -> AcceptanceMix:
+        """Every request, every position: acceptance alpha."""
+        return cls((WorkloadClass("all", 1.0, (alpha,)),))
+
+    @property
+    def shares(self) -> FloatArray:
+        s = np.asarray([c.share for c in self.classes], dtype=np.float64)
+        return s / s.sum()
+
+    def survival(self, k: int) -> FloatArray:
+        """S[c, i-1] = P(A >= i) = prod_{j<=i} alpha_{c,j} for i = 1..k, one row per class."""
+        if k == 0:
+            return np.zeros((len(self.classes), 0))
+        return np.cumprod(np.stack([c.conditional(k) for c in self.classes]), axis=1)
+
+    def expected_accepted(self, k: int) -> FloatArray:
+        """E[A] per class at draft length k: sum_i P(A >= i) (without the output-length cap)."""
+        return self.survival(k).sum(axis=1)
+
+    def assign(self, n: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+        """A class index for each of n requests, drawn by the shares."""
+        if len(self.classes) == 1:
+            return np.zeros(n, dtype=np.int64)
+        return np.searchsorted(np.cumsum(self.shares)[:-1], rng.random(n), side="right").astype(np.int64)
+
+
+def sample_accepted(u: FloatArray, survival_rows: FloatArray, k: int) -> npt.NDArray[np.int64]:
+    """Accepted draft tokens per request: A = #{i <= k : u < S_i}, so P(A >= i) = S_i (u uniform on [0, 1))."""
+    if k == 0:
+        return np.zeros(len(u), dtype=np.int64)
+    return (u[:, None] < survival_rows[:, :k]).sum(axis=1)

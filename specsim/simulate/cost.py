@@ -1,0 +1,195 @@
+"""Step costs for the serving simulation: the caller's `StepCost`, a tabulated copy, and a hand-checkable model.
+
+The planner supplies a `StepCost` (seconds of one decode iteration and of one prefill pass). The event
+loop never calls it per iteration: `StepTable.build` evaluates it once on a grid (batch 1..max exact,
+k exact, a geometric grid of contexts, a geometric grid of prefill tokens) and interpolates linearly in
+context (and in prefill tokens), as Vidur's execution-time predictors tabulate kernel costs
+(vidur/execution_time_predictor/) before the simulator runs.
+
+Simplification (stated here once): an iteration that carries both decodes and a prefill chunk costs
+``decode_s(batch, ctx, k) + prefill_s(chunk, ctx)``. A real fused pass pays the engine's fixed per-step
+overhead once, not twice, and overlaps the two; the sum overstates a mixed step by at most one pass's
+fixed overhead. Pure decode and pure prefill steps are priced exactly by the table.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from specsim.errors import SpecsimError
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@runtime_checkable
+class StepCost(Protocol):
+    """Seconds of one engine iteration, vectorised over numpy arrays (broadcasting)."""
+
+    def decode_s(self, batch: np.ndarray, mean_context: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """One decode iteration (draft + verify + engine overheads) for `batch` running sequences whose
+        mean KV length is `mean_context`, at draft length k (0 = no speculation)."""
+        ...
+
+    def prefill_s(self, tokens: np.ndarray, mean_context: np.ndarray) -> np.ndarray:
+        """One pass over `tokens` prompt tokens (one chunk or several prompts) attending to `mean_context`."""
+        ...
+
+
+@dataclass(frozen=True)
+class AnalyticCost:
+    """A linear cost for hand checks: decode = a + b * batch * (k + 1) + c * batch * context,
+    prefill = d + e * tokens (seconds)."""
+
+    step_s: float = 0.0  # a: fixed per decode iteration
+    per_token_s: float = 0.0  # b: per verified token (batch x (k+1))
+    per_token_context_s: float = 0.0  # c: per sequence per token of context (KV reads)
+    prefill_fixed_s: float = 0.0  # d: fixed per prefill pass
+    prefill_per_token_s: float = 0.0  # e: per prompt token
+
+    def decode_s(self, batch: np.ndarray, mean_context: np.ndarray, k: np.ndarray) -> np.ndarray:
+        b = np.asarray(batch, dtype=np.float64)
+        return (self.step_s + self.per_token_s * b * (np.asarray(k, dtype=np.float64) + 1.0)
+                + self.per_token_context_s * b * np.asarray(mean_context, dtype=np.float64))
+
+    def prefill_s(self, tokens: np.ndarray, mean_context: np.ndarray) -> np.ndarray:
+        t = np.asarray(tokens, dtype=np.float64)
+        return self.prefill_fixed_s + self.prefill_per_token_s * t + 0.0 * np.asarray(mean_context, dtype=np.float64)
+
+
+def geometric_grid(top: float, ratio: float, start: float = 1.0) -> FloatArray:
+    """[0, start, start*r, start*r^2, ..., >= top]: a grid whose relative spacing is at most `ratio`."""
+    if ratio <= 1.0:
+        raise SpecsimError(f"grid ratio must be > 1, got {ratio}")
+    n = max(1, math.ceil(math.log(max(top, start * ratio) / start) / math.log(ratio)))
+    return np.concatenate([[0.0], start * ratio ** np.arange(n + 1, dtype=np.float64)])
+
+
+def _locate(grid: FloatArray, x: np.ndarray) -> tuple[npt.NDArray[np.intp], FloatArray]:
+    """Segment index and fraction for linear interpolation (linear extrapolation past the ends)."""
+    j = np.clip(np.searchsorted(grid, x, side="right") - 1, 0, len(grid) - 2)
+    f = (x - grid[j]) / (grid[j + 1] - grid[j])
+    return j, f
+
+
+class StepTable:
+    """A `StepCost` evaluated once on a grid; itself a `StepCost` (vectorised) with scalar fast paths.
+
+    Decode: exact in batch (1..max_batch) and in k (the given values), linear in context between the points
+    of a geometric grid (relative spacing `context_ratio`). Prefill: bilinear in (tokens, context) on
+    geometric grids. Past the grid's ends the table extrapolates linearly.
+    """
+
+    def __init__(self, ks: tuple[int, ...], context_grid: FloatArray, decode: FloatArray,
+                 token_grid: FloatArray, prefill: FloatArray) -> None:
+        self.ks = ks
+        self.context_grid = context_grid
+        self.decode = decode  # (len(ks), max_batch + 1, len(context_grid)); batch 0 row unused
+        self.token_grid = token_grid
+        self.prefill = prefill  # (len(token_grid), len(context_grid))
+        self._k_index = {k: i for i, k in enumerate(ks)}
+        self._ctx_list: list[float] = context_grid.tolist()
+        self._tok_list: list[float] = token_grid.tolist()
+        self._prefill_rows: list[list[float]] = prefill.tolist()
+
+    @property
+    def max_batch(self) -> int:
+        return int(self.decode.shape[1] - 1)
+
+    @classmethod
+    def build(cls, cost: StepCost, max_batch: int, ks: Iterable[int], max_context: float,
+              max_prefill_tokens: int, context_ratio: float = 1.1, token_ratio: float = 1.1) -> StepTable:
+        """Evaluate `cost` on the grid: batch 1..max_batch, each k in ks, contexts 0..max_context
+        (geometric, spacing <= context_ratio), prefill tokens 0..max_prefill_tokens (spacing <= token_ratio)."""
+        if max_batch < 1:
+            raise SpecsimError(f"step table: max_batch must be >= 1, got {max_batch}")
+        k_values = tuple(sorted({int(k) for k in ks} | {0}))
+        if k_values[0] < 0:
+            raise SpecsimError(f"step table: k must be >= 0, got {k_values[0]}")
+        ctx = geometric_grid(max(max_context, 2.0), context_ratio)
+        tok = geometric_grid(max(max_prefill_tokens, 2), token_ratio)
+        b = np.arange(max_batch + 1, dtype=np.float64)
+        kk = np.asarray(k_values, dtype=np.float64)
+        dec = np.asarray(cost.decode_s(np.maximum(b, 1.0)[None, :, None], ctx[None, None, :], kk[:, None, None]),
+                         dtype=np.float64)
+        dec = np.broadcast_to(dec, (len(k_values), max_batch + 1, len(ctx))).copy()
+        dec[:, 0, :] = 0.0
+        pre = np.asarray(cost.prefill_s(tok[:, None], ctx[None, :]), dtype=np.float64)
+        pre = np.broadcast_to(pre, (len(tok), len(ctx))).copy()
+        pre[0, :] = 0.0  # no prompt tokens: no prefill pass
+        if not (np.isfinite(dec).all() and np.isfinite(pre).all()) or dec.min() < 0 or pre.min() < 0:
+            raise SpecsimError("step table: the step cost returned a negative or non-finite time")
+        return cls(k_values, ctx, dec, tok, pre)
+
+    def covers(self, max_batch: int, ks: Iterable[int]) -> bool:
+        """Whether the table holds every batch up to max_batch at every k in ks."""
+        return max_batch <= self.max_batch and all(int(k) in self._k_index for k in ks)
+
+    # Vectorised StepCost interface.
+    def decode_s(self, batch: np.ndarray, mean_context: np.ndarray, k: np.ndarray) -> np.ndarray:
+        b_arr, c_arr, k_arr = np.broadcast_arrays(np.asarray(batch), np.asarray(mean_context, dtype=np.float64),
+                                                  np.asarray(k))
+        b_int = b_arr.astype(np.intp)
+        if b_int.size and (b_int.min() < 1 or b_int.max() > self.max_batch or not np.array_equal(b_int, b_arr)):
+            raise SpecsimError(f"step table: batch must be an integer in 1..{self.max_batch}")
+        ks = np.asarray(self.ks)
+        ki = np.searchsorted(ks, k_arr)
+        if ki.size and (ki.max() >= len(ks) or not np.array_equal(ks[ki], k_arr)):
+            raise SpecsimError(f"step table: k must be one of {list(self.ks)}")
+        j, f = _locate(self.context_grid, c_arr)
+        lo = self.decode[ki, b_int, j]
+        hi = self.decode[ki, b_int, j + 1]
+        return np.asarray(lo + f * (hi - lo))
+
+    def prefill_s(self, tokens: np.ndarray, mean_context: np.ndarray) -> np.ndarray:
+        t_arr, c_arr = np.broadcast_arrays(np.asarray(tokens, dtype=np.float64),
+                                           np.asarray(mean_context, dtype=np.float64))
+        i, g = _locate(self.token_grid, t_arr)
+        j, f = _locate(self.context_grid, c_arr)
+        p = self.prefill
+        top = p[i, j] + f * (p[i, j + 1] - p[i, j])
+        bot = p[i + 1, j] + f * (p[i + 1, j + 1] - p[i + 1, j])
+        return np.asarray(top + g * (bot - top))
+
+    # Scalar fast paths for the event loop.
+    def decode_rows(self, k_by_batch: np.ndarray) -> list[list[float]]:
+        """Row b: decode times over the context grid at batch b and k = k_by_batch[b] (row 0 empty)."""
+        rows: list[list[float]] = [[]]
+        for b in range(1, len(k_by_batch)):
+            rows.append(self.decode[self._k_index[int(k_by_batch[b])], b].tolist())
+        return rows
+
+    def context_points(self) -> list[float]:
+        return self._ctx_list
+
+    def prefill_time(self, tokens: float, context: float) -> float:
+        """prefill_s at one point (bilinear), in plain Python floats."""
+        tg, cg = self._tok_list, self._ctx_list
+        i = min(max(bisect_right(tg, tokens) - 1, 0), len(tg) - 2)
+        j = min(max(bisect_right(cg, context) - 1, 0), len(cg) - 2)
+        g = (tokens - tg[i]) / (tg[i + 1] - tg[i])
+        f = (context - cg[j]) / (cg[j + 1] - cg[j])
+        r0, r1 = self._prefill_rows[i], self._prefill_rows[i + 1]
+        top = r0[j] + f * (r0[j + 1] - r0[j])
+        bot = r1[j] + f * (r1[j + 1] - r1[j])
+        return top + g * (bot - top)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"ks": self.ks, "context_grid": self.context_grid, "decode": self.decode,
+                "token_grid": self.token_grid, "prefill": self.prefill}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+
+def interpolate_row(row: list[float], grid: list[float], x: float) -> float:
+    """Linear interpolation of `row` (values on `grid`) at x, extrapolating past the ends."""
+    j = min(max(bisect_right(grid, x) - 1, 0), len(grid) - 2)
+    lo = row[j]
+    return lo + (x - grid[j]) / (grid[j + 1] - grid[j]) * (row[j + 1] - lo)

@@ -1,0 +1,337 @@
+"""The event loop: iteration-level simulation of a continuous-batching engine (vLLM / SGLang style).
+
+Each iteration follows vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py, `schedule`):
+1. Running requests are served first, oldest first. Every decoding request takes 1 + k tokens of the
+   token budget (max_num_batched_tokens) and KV slots for them (k lookahead slots for the draft).
+   When the KV cache cannot hold them, the newest running request is preempted by recompute: its KV
+   blocks are freed, it goes back to the front of the waiting queue, and when scheduled again it
+   prefills its prompt plus the tokens it had already generated (vLLM's PreemptionMode.RECOMPUTE).
+2. Partially prefilled requests continue (chunked prefill), then waiting requests are admitted in
+   arrival order while the budget lasts, fewer than max_num_seqs requests run and the KV cache holds
+   the chunk; the first that does not fit stops admission (first come, first served).
+3. The iteration costs decode_s(batch, mean context, k) + prefill_s(chunk tokens, context), read from a
+   `StepTable` (see cost.py for the mixed-step simplification).
+4. Each decoding request emits 1 + A tokens, A drawn from its workload class's chain acceptance and
+   capped by its remaining output; a request whose prefill completes emits its first token (TTFT).
+
+k comes from the speculation policy at the step's decode batch, reduced where needed so that
+batch x (k + 1) fits the token budget (vLLM truncates speculative tokens that do not fit). KV is counted
+in tokens (vLLM's 16-token blocks waste < 16 tokens per sequence; pass a capacity net of that).
+Requests that could never fit the KV cache alone (prompt + output + k + 1 > capacity) are rejected.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from specsim.errors import SpecsimError
+from specsim.simulate.acceptance import AcceptanceMix
+from specsim.simulate.cost import StepCost, StepTable, interpolate_row
+from specsim.simulate.policy import SpecPolicy
+from specsim.simulate.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _int_at_least(name: str, value: Any, lo: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
+        raise SpecsimError(f"serving: field '{name}' must be an integer >= {lo}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Scheduler limits (vLLM names), the KV capacity in tokens (from the memory model) and the policy."""
+
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    kv_capacity_tokens: int = 1_000_000
+    policy: SpecPolicy = field(default_factory=SpecPolicy)
+
+    def __post_init__(self) -> None:
+        _int_at_least("max_num_seqs", self.max_num_seqs, 1)
+        _int_at_least("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        _int_at_least("kv_capacity_tokens", self.kv_capacity_tokens, 1)
+        if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM SchedulerConfig enforces the same
+            raise SpecsimError(f"serving: max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= "
+                               f"max_num_seqs ({self.max_num_seqs})")
+
+    def k_by_batch(self) -> IntArray:
+        """The k each decode batch 0..max_num_seqs runs at: the policy's, cut so batch x (k+1) fits the budget."""
+        k = self.policy.k_table(self.max_num_seqs)
+        b = np.arange(len(k))
+        fit = self.max_num_batched_tokens // np.maximum(b, 1) - 1
+        return np.asarray(np.maximum(np.minimum(k, fit), 0), dtype=np.int64)
+
+    def with_policy(self, policy: SpecPolicy) -> EngineConfig:
+        return EngineConfig(self.max_num_seqs, self.max_num_batched_tokens, self.kv_capacity_tokens, policy)
+
+
+@dataclass(frozen=True, eq=False)
+class StepLog:
+    """One row per iteration. `running` and `waiting` are counted after scheduling, at the step's start;
+    `arrival_area_s` is the request-seconds spent waiting by requests that arrived during the step."""
+
+    start_s: FloatArray
+    duration_s: FloatArray
+    decode_batch: IntArray
+    running: IntArray
+    waiting: IntArray
+    k: IntArray
+    prefill_tokens: IntArray
+    tokens: IntArray
+    kv_tokens: IntArray  # held at the step's end
+    arrival_area_s: FloatArray
+    emitted: IntArray  # (steps, max_k + 2): decoding requests that emitted e tokens in the step, column e
+
+    @property
+    def n(self) -> int:
+        return len(self.start_s)
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """Per-request times (NaN for rejected requests), the step log and what the run was given."""
+
+    requests: Requests
+    engine: EngineConfig
+    seed: int
+    workload: IntArray  # workload class of each request
+    scheduled_s: FloatArray  # first scheduled (end of queueing)
+    first_token_s: FloatArray
+    finish_s: FloatArray
+    preemptions: IntArray
+    rejected: BoolArray
+    steps: StepLog
+    resume_gaps_s: FloatArray  # token gaps across a preemption (recompute)
+
+    @property
+    def completed(self) -> BoolArray:
+        return np.asarray(~self.rejected)
+
+    def to_dict(self) -> dict[str, Any]:
+        done = self.completed
+        return {
+            "requests": int(self.requests.n), "rejected": int(self.rejected.sum()), "steps": int(self.steps.n),
+            "policy": self.engine.policy.label, "seed": self.seed,
+            "sim_time_s": float(np.nanmax(self.finish_s) - self.requests.arrival_s[0]) if done.any() else 0.0,
+            "output_tokens": int(self.requests.output_tokens[done].sum()),
+            "preemptions": int(self.preemptions.sum()),
+        }
+
+
+def _table_for(cost: StepCost, engine: EngineConfig, ks: set[int], max_context: float) -> StepTable:
+    if isinstance(cost, StepTable):
+        if not cost.covers(engine.max_num_seqs, ks):
+            raise SpecsimError(f"step table covers batch <= {cost.max_batch}, k in {list(cost.ks)}; the run needs "
+                               f"batch <= {engine.max_num_seqs}, k in {sorted(ks)}")
+        return cost
+    return StepTable.build(cost, engine.max_num_seqs, ks, max_context, engine.max_num_batched_tokens)
+
+
+def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None = None,
+             seed: int = 0) -> SimResult:
+    """Run the engine over the requests until every admitted request finishes; deterministic for a seed."""
+    n = requests.n
+    policy = engine.policy
+    kmax = policy.max_k
+    if kmax > 0 and acceptance is None:
+        raise SpecsimError(f"speculation policy {policy.label} needs an acceptance mix (workload classes)")
+    mix = acceptance if acceptance is not None else AcceptanceMix.constant(0.0)
+    k_of_b: list[int] = engine.k_by_batch().tolist()
+    budget_max, max_seqs, cap = engine.max_num_batched_tokens, engine.max_num_seqs, engine.kv_capacity_tokens
+    prompt_a, out_a = requests.prompt_tokens, requests.output_tokens
+    longest = float((prompt_a + out_a).max()) if n else 1.0
+    table = _table_for(cost, engine, set(k_of_b[1:]) | {0}, longest + kmax + 1)
+    dec_rows = table.decode_rows(np.asarray(k_of_b))
+    grid = table.context_points()
+    prefill_time = table.prefill_time
+
+    workload = mix.assign(n, rng_for(seed, STREAM_CLASSES))
+    surv = mix.survival(kmax)  # (classes, kmax)
+    urng = rng_for(seed, STREAM_ACCEPTANCE)
+    ubuf = urng.random(1 << 16)
+    upos = 0
+
+    rejected = prompt_a + out_a + kmax + 1 > cap
+    arr_list: list[float] = requests.arrival_s.tolist()
+    admitted = (~rejected).astype(np.float64)
+    cum_n: list[float] = np.concatenate([[0.0], np.cumsum(admitted)]).tolist()
+    cum_t: list[float] = np.concatenate([[0.0], np.cumsum(requests.arrival_s * admitted)]).tolist()
+    any_rejected = bool(rejected.any())
+    rej_list: list[bool] = rejected.tolist()
+    prompt_l: list[int] = prompt_a.tolist()
+    out_l: list[int] = out_a.tolist()
+
+    nan = float("nan")
+    gen = [0] * n  # tokens generated before the current (re)prefill
+    sched_s = [nan] * n
+    first_s = [nan] * n
+    finish = np.full(n, nan)
+    preempt = [0] * n
+    last_emit: dict[int, float] = {}
+    resume_gaps: list[float] = []
+
+    run_id = np.empty(0, dtype=np.int64)
+    run_ctx = np.empty(0, dtype=np.int64)
+    run_rem = np.empty(0, dtype=np.int64)
+    run_s = np.empty((0, kmax), dtype=np.float64)
+    dec_kv = 0  # KV tokens of decoding requests (sum of run_ctx)
+    pre_kv = 0  # KV tokens of partially prefilled requests
+    waiting: deque[int] = deque()
+    pre: list[list[int]] = []  # [request, tokens prefilled, tokens to prefill]
+
+    log: list[tuple[float, float, int, int, int, int, int, int, int, float]] = []
+    hist = np.zeros((1024, kmax + 2), dtype=np.int64)
+    na = 0
+    t = arr_list[0] if n else 0.0
+    while True:
+        if na < n and arr_list[na] <= t:
+            j = bisect_right(arr_list, t, na)
+            waiting.extend([i for i in range(na, j) if not rej_list[i]] if any_rejected else range(na, j))
+            na = j
+        nd = len(run_id)
+        if nd == 0 and not pre and not waiting:
+            if na >= n:
+                break
+            t = arr_list[na]
+            continue
+        k = k_of_b[nd]
+        # 1. KV slots for the decodes' 1 + k tokens; preempt the newest running request by recompute.
+        while nd and dec_kv + pre_kv + nd * (k + 1) > cap:
+            if pre:
+                rid, done, _ = pre.pop()
+                pre_kv -= done
+            else:
+                rid = int(run_id[-1])
+                gen[rid] = out_l[rid] - int(run_rem[-1])
+                dec_kv -= int(run_ctx[-1])
+                run_id, run_ctx, run_rem, run_s = run_id[:-1], run_ctx[:-1], run_rem[:-1], run_s[:-1]
+                last_emit[rid] = t
+                nd -= 1
+                k = k_of_b[nd]
+            waiting.appendleft(rid)
+            preempt[rid] += 1
+        # 2. Chunked prefill of running then waiting requests, within the budget, seats and KV.
+        budget = budget_max - nd * (k + 1)
+        free = cap - dec_kv - pre_kv - nd * (k + 1)
+        chunks: list[tuple[list[int], int]] = []
+        p_tok = 0
+        p_ctx = 0.0
+        for item in pre:
+            c = min(item[2] - item[1], budget, free)
+            if c <= 0:
+                break
+            chunks.append((item, c))
+            budget -= c
+            free -= c
+            p_tok += c
+            p_ctx += c * (item[1] + c / 2.0)
+        while waiting and budget > 0 and nd + len(pre) < max_seqs:
+            rid = waiting[0]
+            target = prompt_l[rid] + gen[rid]
+            c = min(target, budget)
+            if c > free:
+                break
+            waiting.popleft()
+            item = [rid, 0, target]
+            pre.append(item)
+            if sched_s[rid] != sched_s[rid]:  # NaN: first time scheduled
+                sched_s[rid] = t
+            chunks.append((item, c))
+            budget -= c
+            free -= c
+            p_tok += c
+            p_ctx += c * c / 2.0
+        if nd == 0 and p_tok == 0:
+            if not pre:
+                raise RuntimeError("simulate: scheduler stalled with no runnable request")  # unreachable
+            rid, done, _ = pre.pop()  # partial prefills hold all the KV: recompute the newest
+            pre_kv -= done
+            waiting.appendleft(rid)
+            preempt[rid] += 1
+            continue
+        # 3. Price the iteration.
+        dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd) if nd else 0.0
+        if p_tok:
+            dt += prefill_time(p_tok, p_ctx / p_tok)
+        t_end = t + dt
+        running = nd + len(pre)
+        n_wait = len(waiting)
+        j = bisect_right(arr_list, t_end, na)
+        area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
+        tokens = 0
+        s = len(log)
+        if s == len(hist):
+            hist = np.concatenate([hist, np.zeros_like(hist)])
+        # 4. Decodes emit 1 + A tokens each.
+        if nd:
+            if k:
+                if upos + nd > len(ubuf):
+                    ubuf = urng.random(max(1 << 16, nd))
+                    upos = 0
+                u = ubuf[upos:upos + nd]
+                upos += nd
+                e = (u[:, None] < run_s[:, :k]).sum(axis=1) + 1
+                np.minimum(e, run_rem, out=e)
+                tok = int(e.sum())
+                hist[s] = np.bincount(e, minlength=kmax + 2)
+            else:
+                e = 1
+                tok = nd
+                hist[s, 1] = nd
+            run_rem = run_rem - e
+            run_ctx = run_ctx + e
+            dec_kv += tok
+            tokens += tok
+            fin = run_rem == 0
+            if fin.any():
+                finish[run_id[fin]] = t_end
+                dec_kv -= int(run_ctx[fin].sum())
+                keep = ~fin
+                run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[keep]
+        # 5. Prefill chunks; a completed prefill emits a token (the first, or the next after a recompute).
+        if chunks:
+            new: list[tuple[int, int, int]] = []
+            for item, c in chunks:
+                item[1] += c
+                pre_kv += c
+                if item[1] < item[2]:
+                    continue
+                rid, _, target = item
+                pre.remove(item)
+                pre_kv -= target
+                g = gen[rid] + 1
+                gen[rid] = g
+                tokens += 1
+                if first_s[rid] != first_s[rid]:
+                    first_s[rid] = t_end
+                else:
+                    resume_gaps.append(t_end - last_emit.pop(rid))
+                if g >= out_l[rid]:
+                    finish[rid] = t_end
+                else:
+                    new.append((rid, target, out_l[rid] - g))
+                    dec_kv += target
+            if new:
+                ids = np.asarray([x[0] for x in new], dtype=np.int64)
+                run_id = np.concatenate([run_id, ids])
+                run_ctx = np.concatenate([run_ctx, np.asarray([x[1] for x in new], dtype=np.int64)])
+                run_rem = np.concatenate([run_rem, np.asarray([x[2] for x in new], dtype=np.int64)])
+                run_s = np.concatenate([run_s, surv[workload[ids]]])
+        log.append((t, dt, nd, running, n_wait, k if nd else 0, p_tok, tokens, dec_kv + pre_kv, area))
+        t = t_end
+
+    cols = np.asarray(log, dtype=np.float64).reshape(-1, 10)
+    steps = StepLog(cols[:, 0], cols[:, 1], cols[:, 2].astype(np.int64), cols[:, 3].astype(np.int64),
+                    cols[:, 4].astype(np.int64), cols[:, 5].astype(np.int64), cols[:, 6].astype(np.int64),
+                    cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist[:len(log)].copy())
+    return SimResult(requests, engine, seed, workload, np.asarray(sched_s), np.asarray(first_s), finish,
+                     np.asarray(preempt, dtype=np.int64), rejected, steps, np.asarray(resume_gaps, dtype=np.float64))
