@@ -5,26 +5,37 @@ through `step_arrays`, so every route agrees by construction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost import roofline as rl
-from specsim.cost.forward import forward_time_s
 from specsim.cost.hardware import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
 from specsim.drafts.draft import Draft
+from specsim.engines.passes import US, pass_time_s, step_time_s
+from specsim.engines.profile import EngineProfile, load_engine
 from specsim.plan.memory import Memory
 from specsim.plan.memory import memory_per_gpu as _memory
 from specsim.plan.step import StepMetrics, step_metrics
 
+DEFAULT_ENGINE = "vllm"
+
+
+@lru_cache(maxsize=16)
+def bundled_engine(name: str = DEFAULT_ENGINE) -> EngineProfile:
+    """A bundled engine profile (cached: profiles are immutable)."""
+    return load_engine(name)
+
 
 @dataclass(frozen=True)
 class Target:
-    """The serving setup a draft is judged on."""
+    """The serving setup a draft is judged on: hardware, model, parallelism, dtypes and the engine
+    that runs it (vLLM unless said otherwise)."""
 
     hardware: HardwareProfile
     model: ModelSpec
@@ -32,6 +43,7 @@ class Target:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     memory_utilization: float = 0.9
+    engine: EngineProfile = field(default_factory=bundled_engine)
 
 
 def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:
@@ -55,24 +67,34 @@ class StepTimes:
 
 def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,
                verify_tokens_per_seq: ArrayLike | None = None) -> StepTimes:
-    """Draft, verification, overhead and plain-decoding times for arrays of k, batch and context.
+    """Draft, verification, overhead and plain-decoding step times for arrays of k, batch and context,
+    as the target's engine runs them (engines/passes.py).
 
-    k = 0 (or the method "none") is plain decoding: no draft, verification = the baseline pass.
-    `verify_tokens_per_seq` overrides the draft's own (a user's tree file)."""
+    Plain decoding (k = 0 or the method "none"): one target pass of B tokens plus the engine's step
+    overhead. A speculative step: the drafting loop, the verification pass of B x q tokens (graph-
+    padded), the rejection sampler's memory traffic and the host launches that accept the path, all on
+    the critical path, plus the engine's host work (overlapped or not: `step_time_s`); `overhead_s` is
+    the step less draft and verification. The CPU n-gram proposer runs without async scheduling
+    (vllm PR #31998). `verify_tokens_per_seq` overrides the draft's own (a user's tree file)."""
     kk, b, ctx = (np.asarray(a, dtype=float) for a in (k, batch, context_len))
-    hw, m = t.hardware, t.model
-    base = forward_time_s(hw, m, b, 1, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    hw, m, e = t.hardware, t.model, t.engine
+    run = (hw, m)
+    base_pass = pass_time_s(e, *run, b, 1.0, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    base = step_time_s(e, base_pass, b, speculative=False)
     plain = (kk <= 0) | (d.method == "none")
+    if d.method == "none" or not np.any(~plain):
+        zero = np.zeros(np.broadcast_shapes(kk.shape, np.shape(base)))
+        return StepTimes(zero, base_pass + zero, base - base_pass + zero, base + zero)
     q = d.verify_tokens_per_seq(kk) if verify_tokens_per_seq is None else np.asarray(verify_tokens_per_seq, float)
     q = np.where(plain, 1.0, q)
-    verify = np.where(plain, base, forward_time_s(hw, m, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype))
-    if d.method == "none":
-        draft = np.zeros(np.broadcast_shapes(kk.shape, b.shape, ctx.shape))
-    else:
-        draft = np.where(plain, 0.0, draft_time_s(d, hw, m, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype,
-                                                  t.kv_dtype))
-    over = np.where(plain, 0.0, overhead_time_s(t, b, kk))
-    return StepTimes(np.asarray(draft), np.asarray(verify), np.asarray(over), np.asarray(base))
+    verify = pass_time_s(e, *run, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    draft = draft_time_s(d, e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    device = draft + verify + overhead_time_s(t, b, kk) + e.verify_host_ops * e.eager_op_us * US
+    step = step_time_s(e, device, b, speculative=True, sync=d.method in ("ngram", "suffix"))
+    draft = np.where(plain, 0.0, draft)
+    verify = np.where(plain, base_pass, verify)
+    over = np.where(plain, base - base_pass, step - draft - verify)
+    return StepTimes(draft, verify, over, np.broadcast_to(base, np.shape(verify)))
 
 
 def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,

@@ -65,7 +65,7 @@ class AcceptanceMix:
         """S[c, i-1] = P(A >= i) = prod_{j<=i} alpha_{c,j} for i = 1..k, one row per class."""
         if k == 0:
             return np.zeros((len(self.classes), 0))
-        return np.cumprod(np.stack([c.conditional(k) for c in self.classes]), axis=1)
+        return np.cumprod(np.stack([c.conditional(k) for c in self.classes]), axis=1, dtype=np.float64)
 
     def expected_accepted(self, k: int) -> FloatArray:
         """E[A] per class at draft length k: sum_i P(A >= i) (without the output-length cap)."""
@@ -82,4 +82,4 @@ def sample_accepted(u: FloatArray, survival_rows: FloatArray, k: int) -> npt.NDA
     """Accepted draft tokens per request: A = #{i <= k : u < S_i}, so P(A >= i) = S_i (u uniform on [0, 1))."""
     if k == 0:
         return np.zeros(len(u), dtype=np.int64)
-    return (u[:, None] < survival_rows[:, :k]).sum(axis=1)
+    return np.asarray((u[:, None] < survival_rows[:, :k]).sum(axis=1), dtype=np.int64)

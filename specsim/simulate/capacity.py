@@ -17,7 +17,15 @@ from specsim.errors import SpecsimError
 from specsim.simulate.acceptance import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable
 from specsim.simulate.engine import EngineConfig, SimResult, simulate
-from specsim.simulate.metrics import SLO, Pricing, ServingMetrics, cost_per_mtok_usd, meets_slo, slo_percentiles, summarize
+from specsim.simulate.metrics import (
+    SLO,
+    Pricing,
+    ServingMetrics,
+    cost_per_mtok_usd,
+    meets_slo,
+    slo_percentiles,
+    summarize,
+)
 from specsim.simulate.policy import SpecPolicy
 from specsim.simulate.traffic import Requests
 

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.simulate.acceptance import AcceptanceMix, sample_accepted
 from specsim.simulate.cost import StepCost, StepTable, interpolate_row
 from specsim.simulate.policy import SpecPolicy
 from specsim.simulate.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
@@ -279,16 +279,17 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                     upos = 0
                 u = ubuf[upos:upos + nd]
                 upos += nd
-                e = (u[:, None] < run_s[:, :k]).sum(axis=1) + 1
+                e = sample_accepted(u, run_s, k) + 1
                 np.minimum(e, run_rem, out=e)
                 tok = int(e.sum())
                 hist[s] = np.bincount(e, minlength=kmax + 2)
+                run_rem = run_rem - e
+                run_ctx = run_ctx + e
             else:
-                e = 1
                 tok = nd
                 hist[s, 1] = nd
-            run_rem = run_rem - e
-            run_ctx = run_ctx + e
+                run_rem = run_rem - 1
+                run_ctx = run_ctx + 1
             dec_kv += tok
             tokens += tok
             fin = run_rem == 0

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped]
 
 from specsim.errors import SpecsimError
 

@@ -1,0 +1,112 @@
+"""A forward pass and a step as an engine runs them (vectorised over batch, tokens and context).
+
+A pass: its kernels' GPU time (cost.forward), with the batch padded to the engine's captured CUDA-graph
+size and the all-reduce the engine runs, plus the host cost of launching it: one graph replay, or,
+outside a graph, one dispatch per kernel; an eager pass is bound by whichever of the GPU and the host
+is slower (the host enqueues ahead of the GPU until it is the bottleneck: PyTorch's asynchronous
+execution model, the gpt-fast blog's "overhead-bound" regime).
+
+A step: the passes (and host proposers) on the critical path, and the engine's host work (scheduling,
+input preparation, sampling, per-sequence bookkeeping): hidden behind the GPU by an async / overlap
+scheduler (vLLM async scheduling, SGLang's zero-overhead scheduler, TRT-LLM's overlap scheduler) except
+a small exposed part, or added in full where the step runs synchronously (research loops; SGLang's
+spec-v1 EAGLE worker).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from specsim.cost.forward import breakdown
+from specsim.cost.hardware import HardwareProfile
+from specsim.cost.model import ModelSpec
+from specsim.cost.ops import make_shape
+from specsim.cost.roofline import Array
+from specsim.engines.profile import EngineProfile
+
+US = 1e-6
+
+
+def graph_batch(e: EngineProfile, batch: ArrayLike, q_per_seq: ArrayLike) -> tuple[Array, Array]:
+    """(batch the pass runs at, whether it replays a graph) for B sequences x q tokens.
+
+    Sizes count tokens (vLLM: the capture sizes rounded up to multiples of q = k + 1, those above the
+    largest dropped: `adjust_cudagraph_sizes_for_spec_decode`) or requests (SGLang, TensorRT-LLM: a
+    graph per request count, each request verifying q tokens). A batch pads up to the next size when
+    the engine pads, else only an exact size replays a graph; larger batches run without one.
+    """
+    b, q = np.broadcast_arrays(np.asarray(batch, dtype=float), np.asarray(q_per_seq, dtype=float))
+    out = b.copy()
+    graphed = np.zeros(b.shape, dtype=bool)
+    if not e.cuda_graphs or not e.graph_sizes:
+        return out, graphed
+    sizes = np.asarray(e.graph_sizes, dtype=float)
+    for uq in np.unique(q):
+        rows = q == uq
+        if e.graph_unit == "tokens":
+            cand = np.unique(np.ceil(sizes / uq) * uq)
+            cand = cand[cand <= sizes[-1]] / uq  # in requests
+        else:
+            cand = sizes
+        if not cand.size:
+            continue
+        pos = np.searchsorted(cand, b[rows], side="left")
+        hit = pos < cand.size
+        padded = np.where(hit, cand[np.minimum(pos, cand.size - 1)], b[rows])
+        if not e.graph_padding:
+            hit &= padded == b[rows]
+        out[rows] = np.where(hit, padded, b[rows])
+        graphed[rows] = hit
+    return out, graphed
+
+
+def eager_launches(e: EngineProfile, model: ModelSpec) -> float:
+    """Kernel launches of one eager pass of `model` (the engine's per-layer count x layers + extras)."""
+    return model.n_layers * e.eager_kernels_per_layer + e.eager_kernels_extra
+
+
+def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: ArrayLike, q_per_seq: ArrayLike,
+                context_len: ArrayLike, tp: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                graphs: bool = True) -> Array:
+    """Seconds of one forward pass of B sequences x q tokens over context L as engine e runs it.
+
+    `graphs=False` prices the pass outside CUDA graphs whatever the batch (e.g. a drafter the engine
+    does not capture)."""
+    b, q, ctx = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len))
+    b_run, graphed = graph_batch(e, b, q)
+    if not graphs:
+        b_run, graphed = np.broadcast_to(b, b_run.shape).astype(float), np.zeros(b_run.shape, dtype=bool)
+    gpu = _gpu_time_s(hw, model, b_run, q, ctx, tp, weight_dtype, kv_dtype)
+    host_eager = eager_launches(e, model) * e.eager_op_us * US
+    eager = np.maximum(gpu, host_eager) + e.eager_op_us * US
+    return np.where(graphed, gpu + e.graph_launch_us * US, eager)
+
+
+def _gpu_time_s(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,
+                weight_dtype: str, kv_dtype: str) -> Array:
+    """The kernels' time on the GPU: the forward pass without the profile's per-pass host cost."""
+    br = breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype))
+    return br.time_s - br.overhead_s
+
+
+def host_step_s(e: EngineProfile, batch: ArrayLike, speculative: bool) -> Array:
+    """Host work of one engine step: per step, per running sequence, and a speculative step's extra."""
+    b = np.asarray(batch, dtype=float)
+    spec = (e.spec_step_host_us + e.spec_per_seq_host_us * b) if speculative else 0.0
+    return (e.step_host_us + e.per_seq_host_us * b + spec) * US
+
+
+def step_time_s(e: EngineProfile, device_s: ArrayLike, batch: ArrayLike, speculative: bool,
+                sync: bool = False) -> Array:
+    """Seconds of one engine step whose passes take `device_s` on the critical path.
+
+    Async / overlap scheduling: max(device + the exposed host part, host work) — the host prepares
+    step n + 1 while the GPU runs step n. Synchronous (no async scheduler, a speculative step the
+    engine runs without overlap, or `sync`): device + host."""
+    dev = np.asarray(device_s, dtype=float)
+    host = host_step_s(e, batch, speculative)
+    synchronous = sync or not e.async_scheduling or (speculative and e.spec_sync)
+    if synchronous:
+        return dev + host
+    return np.maximum(dev + e.step_exposed_us * US, host)

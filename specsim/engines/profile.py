@@ -1,0 +1,158 @@
+"""EngineProfile: how a serving engine (or a research loop) runs a step, as data.
+
+The same speculative step costs different time in vLLM, SGLang, TensorRT-LLM and an eager PyTorch
+research loop: whether passes replay CUDA graphs (and how batches pad to the captured sizes), what
+the host does per step and per sequence and whether an async / overlap scheduler hides it, how many
+draft passes a step runs and over how many tokens, which all-reduce runs under tensor parallelism.
+Each profile lives in `specsim/engines/data/NAME.yaml`; every number names its source in the
+`sources:` block (a test enforces it) or says it is an estimate and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from specsim.errors import SpecsimError
+from specsim.files import read_mapping
+
+ALLREDUCE_KINDS = ("custom", "nccl_graph", "nccl")
+GRAPH_UNITS = ("tokens", "requests")
+DRAFT_LOOPS = ("extend_then_decode", "extend_then_depth", "one_pass")
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One engine's execution model; times in microseconds as the YAML states them."""
+
+    name: str
+    description: str
+    version: str
+    cuda_graphs: bool
+    graph_unit: str  # capture sizes count tokens (vLLM) or requests (SGLang, TensorRT-LLM)
+    graph_sizes: tuple[int, ...]  # captured sizes
+    graph_padding: bool  # a batch pads up to the next captured size (else only exact sizes replay a graph)
+    graph_launch_us: float  # host cost of replaying one captured pass
+    eager_op_us: float  # host cost of one kernel launched outside a graph (dispatch + launch)
+    eager_kernels_per_layer: float  # kernels a decoder layer launches when a pass runs eagerly
+    eager_kernels_extra: float  # kernels outside the layers per eager pass (embedding, norm, head, sampling)
+    async_scheduling: bool  # host work of step n overlaps GPU work of step n - 1
+    step_host_us: float  # host work per engine step (scheduling, input prep, sampling, detokenise)
+    per_seq_host_us: float  # host work per running sequence per step
+    step_exposed_us: float  # host time exposed per step even with async scheduling (sync, D2H of tokens)
+    spec_step_host_us: float  # extra host work of a speculative step (proposal prep, accept bookkeeping)
+    spec_per_seq_host_us: float  # extra host work of a speculative step per running sequence
+    spec_sync: bool  # the speculative step runs without the async/overlap scheduler
+    draft_loop: str  # extend_then_decode | extend_then_depth | one_pass (see drafts/cost.py)
+    draft_graphs: bool  # draft passes replay CUDA graphs
+    draft_pass_overhead_us: float  # host/launch cost of one draft pass beyond its kernels
+    draft_tree_ops: float  # host kernel launches per draft pass for tree building (eager loops)
+    verify_host_ops: float  # host kernel launches per speculative step to verify/accept (eager loops)
+    allreduce: str  # custom | nccl_graph | nccl
+    ngram_fixed_us: float  # host n-gram proposer: fixed cost per step
+    ngram_ns_per_context_token: float  # host n-gram proposer: scan cost per context token
+    sources: dict[str, str] = field(default_factory=dict)
+    source_path: str = ""
+
+    def graph_size(self, units: float) -> float | None:
+        """The captured size a batch of `units` pads to, or None when it runs without a graph."""
+        if not self.cuda_graphs:
+            return None
+        for size in self.graph_sizes:
+            if size >= units:
+                return float(size) if self.graph_padding or size == units else None
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["graph_sizes"] = list(self.graph_sizes)
+        data.pop("source_path")
+        return data
+
+
+NUMBERS = ("graph_launch_us", "eager_op_us", "eager_kernels_per_layer", "eager_kernels_extra", "step_host_us",
+           "per_seq_host_us", "step_exposed_us", "spec_step_host_us", "spec_per_seq_host_us", "draft_pass_overhead_us",
+           "draft_tree_ops", "verify_host_ops", "ngram_fixed_us", "ngram_ns_per_context_token")
+FLAGS = ("cuda_graphs", "graph_padding", "async_scheduling", "spec_sync", "draft_graphs")
+
+
+def engines_dir() -> Path:
+    return Path(str(resources.files("specsim.engines"))) / "data"
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in engines_dir().glob("*.yaml"))
+
+
+def _path(name_or_path: str | Path) -> Path:
+    text = str(name_or_path).strip()
+    path = Path(text)
+    if not (text.endswith((".yaml", ".yml")) or path.is_file()):
+        path = engines_dir() / f"{text.lower()}.yaml"
+        if not path.is_file():
+            raise SpecsimError(f"unknown engine '{text}' (known: {', '.join(available())}; or a path to a YAML)")
+    return path
+
+
+def _resolved(path: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The profile mapping with its `base:` chain applied: a version profile states only what differs
+    from the engine it extends (its own `sources` entries override the base's)."""
+    data = read_mapping(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if str(base) in seen:
+        raise SpecsimError(f"{path}: 'base' chain loops through {base!r}")
+    merged = _resolved(_path(str(base)), (*seen, str(base)))
+    sources = {**(merged.get("sources") or {}), **(data.get("sources") or {})}
+    return {**merged, **data, "sources": sources}
+
+
+def load_engine(name_or_path: str | Path) -> EngineProfile:
+    """A bundled engine by name (vllm, sglang, trtllm, hf and versions such as vllm-v0), or a YAML path."""
+    path = _path(name_or_path)
+    return parse_engine(_resolved(path), str(path))
+
+
+def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
+    """Validate an engine mapping: every field present, typed, in range, and sourced."""
+    known = {f.name for f in dataclasses.fields(EngineProfile)} - {"source_path"}
+    unknown = set(data) - known
+    if unknown:
+        raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(known))})")
+    missing = sorted(known - set(data) - {"sources"})
+    if missing:
+        raise SpecsimError(f"{where}: missing field(s) {missing}")
+    values: dict[str, Any] = {}
+    for key in NUMBERS:
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0:
+            raise SpecsimError(f"{where}: field '{key}' must be a number >= 0, got {v!r}")
+        values[key] = float(v)
+    for key in FLAGS:
+        if not isinstance(data[key], bool):
+            raise SpecsimError(f"{where}: field '{key}' must be true or false, got {data[key]!r}")
+        values[key] = data[key]
+    for key, allowed in (("graph_unit", GRAPH_UNITS), ("draft_loop", DRAFT_LOOPS), ("allreduce", ALLREDUCE_KINDS)):
+        if data[key] not in allowed:
+            raise SpecsimError(f"{where}: field '{key}' must be one of {', '.join(allowed)}, got {data[key]!r}")
+        values[key] = data[key]
+    sizes = data["graph_sizes"]
+    if not isinstance(sizes, list) or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes) or (
+            sizes != sorted(sizes)):
+        raise SpecsimError(f"{where}: field 'graph_sizes' must be an ascending list of integers >= 1")
+    if values["cuda_graphs"] and not sizes:
+        raise SpecsimError(f"{where}: cuda_graphs is true but graph_sizes is empty")
+    sources = data.get("sources") or {}
+    if not isinstance(sources, dict):
+        raise SpecsimError(f"{where}: field 'sources' must map field names to their sources")
+    needed = (*NUMBERS, "graph_sizes", "graph_padding", "allreduce", "draft_loop", "spec_sync")
+    unsourced = [k for k in needed if not str(sources.get(k, "")).strip()]
+    if unsourced:
+        raise SpecsimError(f"{where}: every number needs a source; missing sources for {unsourced}")
+    return EngineProfile(name=str(data["name"]), description=str(data["description"]), version=str(data["version"]),
+                         graph_sizes=tuple(int(s) for s in sizes), sources={str(k): str(v) for k, v in sources.items()},
+                         source_path=where, **values)

@@ -1,0 +1,371 @@
+"""The `traffic:` and `serving:` sections of a scenario file, parsed into typed values.
+
+Errors name the file, the line of the offending key and the field, e.g.
+``chat.yaml line 14: traffic.prompt: field 'sigma' must be a number in [0, 10), got -1``.
+`yaml_lines` maps dotted paths to line numbers; callers that already hold the parsed mapping pass
+those lines (or none: the message then names the file and field only).
+
+traffic:
+  arrivals: {process: poisson, rate_rps: 12}          # or gamma (+ cv), curve, trace
+    # curve: {process: curve, hourly_rps: [24 values]} or {process: curve, points: [[hour, rps], ...]},
+    #        optional cv (default 1), start_hour (default 0)
+    # trace: {process: trace, path: azure_conv.csv, layout: auto, speedup: 1, start_s: 0, model: GPT-4}
+  num_requests: 20000                                  # or duration_s (a trace replays to its end)
+  prompt: {dist: lognormal, median: 1024, sigma: 0.9, max: 32768}   # or {dist: lognormal, mean, cv},
+  output: {dist: fixed, tokens: 256}                   # {dist: fixed, tokens}, {dist: trace[, path]}
+  workloads:                                           # acceptance mix (per-position conditional rates)
+    - {name: chat, share: 0.6, alphas: [0.8, 0.75, 0.7]}
+    - {name: code, share: 0.4, alphas: [0.9, 0.88]}
+  seed: 0
+serving:
+  max_num_seqs: 256
+  max_num_batched_tokens: 8192
+  kv_capacity_tokens: 500000                           # else the caller's memory model decides
+  speculation: {k: 4, disable_above_batch: 64}         # off | {k} | {schedule: [[1, 16, 4], [17, 64, 2]]}
+  slo: {ttft_ms: 500, tpot_ms: 50, percentile: 99}
+  target_rate_rps: 40                                  # replicas for this rate
+  gpus_per_replica: 8
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml  # type: ignore[import-untyped]
+
+from specsim.errors import SpecsimError
+from specsim.simulate.acceptance import AcceptanceMix, WorkloadClass
+from specsim.simulate.engine import EngineConfig
+from specsim.simulate.metrics import SLO
+from specsim.simulate.policy import SpecPolicy
+from specsim.simulate.traces import Trace, read_trace
+from specsim.simulate.traffic import (
+    Arrivals,
+    Empirical,
+    Fixed,
+    Gamma,
+    LengthDist,
+    Lognormal,
+    Poisson,
+    RateCurve,
+    TraceArrivals,
+    Traffic,
+)
+
+T = TypeVar("T")
+
+
+def yaml_lines(text: str) -> dict[str, int]:
+    """Dotted path (list items by index: 'traffic.workloads.0.share') -> 1-based line of its key or item."""
+    out: dict[str, int] = {}
+
+    def walk(node: yaml.Node, path: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = f"{path}.{key.value}" if path else str(key.value)
+                out[sub] = key.start_mark.line + 1
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                sub = f"{path}.{i}"
+                out[sub] = item.start_mark.line + 1
+                walk(item, sub)
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return out
+    if root is not None:
+        walk(root, "")
+    return out
+
+
+@dataclass(frozen=True)
+class Where:
+    """A place in a file: file name, dotted path, and the line map for messages."""
+
+    file: str
+    path: str = ""
+    lines: Mapping[str, int] | None = None
+
+    def at(self, key: str | int) -> Where:
+        return Where(self.file, f"{self.path}.{key}" if self.path else str(key), self.lines)
+
+    def error(self, message: str, key: str | None = None) -> SpecsimError:
+        """'FILE line N: PATH: MESSAGE', N the line of PATH.key (or the nearest enclosing entry)."""
+        line = None
+        if self.lines:
+            probe = f"{self.path}.{key}" if key and self.path else (key or self.path)
+            while probe and line is None:
+                line = self.lines.get(probe)
+                probe = probe.rpartition(".")[0]
+        loc = f"{self.file} line {line}" if line else self.file
+        return SpecsimError(f"{loc}: {self.path}: {message}" if self.path else f"{loc}: {message}")
+
+    def build(self, make: Callable[[], T], key: str | None = None) -> T:
+        """make(), with a constructor's SpecsimError re-raised at this place (the field it names, if any)."""
+        try:
+            return make()
+        except SpecsimError as exc:
+            msg = str(exc)
+            named = msg.split("'")[1] if msg.startswith("field '") else key
+            raise self.error(msg, named) from None
+
+
+def _mapping(raw: Any, where: Where, what: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise where.error(f"expected a mapping ({what}), got {raw!r}")
+    return raw
+
+
+def _only(raw: dict[str, Any], where: Where, allowed: set[str]) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise where.error(f"unknown field '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})", unknown[0])
+
+
+def _number(raw: dict[str, Any], key: str, where: Where, default: Any = None, lo: float | None = None,
+            integer: bool = False, strict_lo: bool = False) -> Any:
+    if key not in raw or raw[key] is None:
+        if default is None:
+            raise where.error(f"missing field '{key}'", key)
+        return default
+    value = raw[key]
+    kind = "an integer" if integer else "a number"
+    bound = "" if lo is None else f" {'>' if strict_lo else '>='} {lo:g}"
+    ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    ok = ok and (not integer or float(value).is_integer())
+    if ok and lo is not None:
+        ok = value > lo if strict_lo else value >= lo
+    if not ok:
+        raise where.error(f"field '{key}' must be {kind}{bound}, got {value!r}", key)
+    return int(value) if integer else float(value)
+
+
+def _path(raw: dict[str, Any], where: Where, base_dir: Path) -> Path:
+    value = raw.get("path")
+    if not isinstance(value, str) or not value:
+        raise where.error(f"field 'path' must be a file path, got {value!r}", "path")
+    p = Path(value)
+    return p if p.is_absolute() else base_dir / p
+
+
+def parse_arrivals(raw: Any, where: Where, base_dir: Path) -> Arrivals:
+    """{process: poisson | gamma | curve | trace, ...} -> an arrival process."""
+    raw = _mapping(raw, where, "process: poisson | gamma | curve | trace")
+    process = raw.get("process", "poisson")
+    if process == "poisson":
+        _only(raw, where, {"process", "rate_rps"})
+        return Poisson(_number(raw, "rate_rps", where, lo=0, strict_lo=True))
+    if process == "gamma":
+        _only(raw, where, {"process", "rate_rps", "cv"})
+        return Gamma(_number(raw, "rate_rps", where, lo=0, strict_lo=True), _number(raw, "cv", where, lo=0,
+                                                                                     strict_lo=True))
+    if process == "curve":
+        _only(raw, where, {"process", "hourly_rps", "points", "cv", "start_hour"})
+        cv = _number(raw, "cv", where, 1.0, lo=0, strict_lo=True)
+        start = _number(raw, "start_hour", where, 0.0, lo=0)
+        if ("hourly_rps" in raw) == ("points" in raw):
+            raise where.error("give exactly one of 'hourly_rps' (24 rates) and 'points' ([[hour, rate], ...])")
+        if "hourly_rps" in raw:
+            rates = raw["hourly_rps"]
+            if not isinstance(rates, list) or len(rates) != 24:
+                raise where.error(f"field 'hourly_rps' must be a list of 24 rates, got {rates!r}", "hourly_rps")
+            values = [_number({"hourly_rps": r}, "hourly_rps", where.at("hourly_rps").at(i), lo=0)
+                      for i, r in enumerate(rates)]
+            return where.build(lambda: RateCurve.hourly(values, cv, start), "hourly_rps")
+        pts = raw["points"]
+        if not isinstance(pts, list) or not pts or any(not isinstance(p, list) or len(p) != 2 for p in pts):
+            raise where.error(f"field 'points' must be a list of [hour, rate_rps] pairs, got {pts!r}", "points")
+        hours = [_number({"hour": p[0]}, "hour", where.at("points").at(i), lo=0) for i, p in enumerate(pts)]
+        rates_l = [_number({"rate_rps": p[1]}, "rate_rps", where.at("points").at(i), lo=0) for i, p in enumerate(pts)]
+        return where.build(lambda: RateCurve(tuple(hours), tuple(rates_l), "linear", cv, start), "points")
+    if process == "trace":
+        _only(raw, where, {"process", "path", "layout", "speedup", "start_s", "model"})
+        trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), raw.get("model"))
+        return TraceArrivals(trace, _number(raw, "speedup", where, 1.0, lo=0, strict_lo=True),
+                             _number(raw, "start_s", where, 0.0, lo=0))
+    raise where.error(f"field 'process' must be one of poisson, gamma, curve, trace; got {process!r}", "process")
+
+
+def parse_lengths(raw: Any, where: Where, base_dir: Path, trace: Trace | None = None) -> LengthDist | None:
+    """{dist: fixed | lognormal | trace, ...} -> a length distribution (None: the replayed trace's own)."""
+    field = where.path.rpartition(".")[2] or "prompt"
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return where.build(lambda: Fixed(raw))
+    raw = _mapping(raw, where, "dist: fixed | lognormal | trace")
+    dist = raw.get("dist")
+    if dist == "fixed":
+        _only(raw, where, {"dist", "tokens"})
+        tokens = _number(raw, "tokens", where, lo=1, integer=True)
+        return Fixed(tokens)
+    if dist == "lognormal":
+        _only(raw, where, {"dist", "median", "sigma", "mean", "cv", "min", "max"})
+        lo = _number(raw, "min", where, 1, lo=1, integer=True)
+        hi = _number(raw, "max", where, 0, lo=1, integer=True) if "max" in raw else None
+        if "median" in raw or "sigma" in raw:
+            if "mean" in raw or "cv" in raw:
+                raise where.error("give median + sigma or mean + cv, not both", "mean" if "mean" in raw else "cv")
+            median = _number(raw, "median", where, lo=0, strict_lo=True)
+            sigma = _number(raw, "sigma", where, lo=0)
+            return where.build(lambda: Lognormal(median, sigma, lo, hi))
+        mean = _number(raw, "mean", where, lo=0, strict_lo=True)
+        cv = _number(raw, "cv", where, lo=0)
+        return where.build(lambda: Lognormal.from_mean_cv(mean, cv, lo, hi))
+    if dist == "trace":
+        _only(raw, where, {"dist", "path", "layout", "model"})
+        if "path" in raw:
+            trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), raw.get("model"))
+        if trace is None:
+            raise where.error("field 'path' is needed: the arrivals replay no trace", "path")
+        return Empirical.from_trace(trace, "output" if field == "output" else "prompt")
+    raise where.error(f"field 'dist' must be one of fixed, lognormal, trace; got {dist!r}", "dist")
+
+
+def parse_mix(raw: Any, where: Where) -> AcceptanceMix:
+    """[{name, share, alphas: [...]}, ...] -> AcceptanceMix."""
+    if not isinstance(raw, list) or not raw:
+        raise where.error(f"expected a list of {{name, share, alphas}}, got {raw!r}")
+    classes = []
+    for i, item in enumerate(raw):
+        w = where.at(i)
+        item = _mapping(item, w, "name, share, alphas")
+        _only(item, w, {"name", "share", "alphas"})
+        alphas = item.get("alphas")
+        if isinstance(alphas, int | float) and not isinstance(alphas, bool):
+            alphas = [alphas]
+        if not isinstance(alphas, list) or not alphas or any(
+                isinstance(a, bool) or not isinstance(a, int | float) or not 0 <= a <= 1 for a in alphas):
+            raise w.error(f"field 'alphas' must be a list of acceptance rates in [0, 1], got {alphas!r}", "alphas")
+        share = _number(item, "share", w, 1.0, lo=0, strict_lo=True)
+        classes.append(WorkloadClass(str(item.get("name", f"workload{i}")), share, tuple(float(a) for a in alphas)))
+    return AcceptanceMix(tuple(classes))
+
+
+def parse_policy(raw: Any, where: Where) -> SpecPolicy:
+    """off | k | {k, disable_above_batch} | {schedule: [[from, to, k], ...], k (elsewhere), disable_above_batch}."""
+    if raw is None or raw is False or raw == "off" or raw == 0:
+        return SpecPolicy.off()
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return where.build(lambda: SpecPolicy.static(raw), "k")
+    raw = _mapping(raw, where, "off, or k / schedule / disable_above_batch")
+    _only(raw, where, {"k", "schedule", "disable_above_batch"})
+    k = _number(raw, "k", where, 0, lo=0, integer=True)
+    off_above = _number(raw, "disable_above_batch", where, 0, lo=0, integer=True) if (
+        "disable_above_batch" in raw) else None
+    sched = raw.get("schedule", [])
+    if not isinstance(sched, list) or any(not isinstance(s, list) or len(s) != 3 for s in sched):
+        raise where.error(f"field 'schedule' must be a list of [batch_from, batch_to, k], got {sched!r}", "schedule")
+    spans = [tuple(s) for s in sched]
+    return where.build(lambda: SpecPolicy(k, tuple(spans), off_above), "schedule")  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ServingSpec:
+    """The serving section: engine limits and policy (KV capacity may come from the memory model), SLO, plan."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_tokens: int | None
+    policy: SpecPolicy
+    slo: SLO | None
+    target_rate_rps: float | None
+    gpus_per_replica: int | None
+
+    def engine(self, kv_capacity_tokens: int | None = None) -> EngineConfig:
+        """EngineConfig with the file's KV capacity, else the one given (from the memory model)."""
+        kv = self.kv_capacity_tokens if self.kv_capacity_tokens is not None else kv_capacity_tokens
+        if kv is None:
+            raise SpecsimError("serving: no 'kv_capacity_tokens' in the file and none from the memory model")
+        return EngineConfig(self.max_num_seqs, self.max_num_batched_tokens, int(kv), self.policy)
+
+
+def parse_serving(raw: Any, where: Where) -> ServingSpec:
+    raw = _mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
+    _only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
+                       "target_rate_rps", "gpus_per_replica"})
+    seqs = _number(raw, "max_num_seqs", where, 256, lo=1, integer=True)
+    budget = _number(raw, "max_num_batched_tokens", where, 8192, lo=1, integer=True)
+    kv = _number(raw, "kv_capacity_tokens", where, lo=1, integer=True) if "kv_capacity_tokens" in raw else None
+    if budget < seqs:
+        raise where.error(f"field 'max_num_batched_tokens' ({budget}) must be >= max_num_seqs ({seqs})",
+                          "max_num_batched_tokens")
+    policy = parse_policy(raw.get("speculation"), where.at("speculation"))
+    slo = None
+    if raw.get("slo") is not None:
+        w = where.at("slo")
+        s = _mapping(raw["slo"], w, "ttft_ms, tpot_ms, percentile")
+        _only(s, w, {"ttft_ms", "tpot_ms", "percentile"})
+        pct = _number(s, "percentile", w, 99.0, lo=0, strict_lo=True)
+        if pct > 100:
+            raise w.error(f"field 'percentile' must be in (0, 100], got {pct:g}", "percentile")
+        slo = SLO(_number(s, "ttft_ms", w, lo=0, strict_lo=True) / 1e3,
+                  _number(s, "tpot_ms", w, lo=0, strict_lo=True) / 1e3, pct)
+    rate = _number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
+    gpus = _number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
+    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus)
+
+
+@dataclass(frozen=True)
+class TrafficSpec:
+    traffic: Traffic
+    acceptance: AcceptanceMix | None
+    seed: int
+
+
+def parse_traffic(raw: Any, where: Where, base_dir: Path) -> TrafficSpec:
+    raw = _mapping(raw, where, "arrivals, num_requests | duration_s, prompt, output, workloads, seed")
+    _only(raw, where, {"arrivals", "num_requests", "duration_s", "prompt", "output", "workloads", "seed"})
+    if "arrivals" not in raw:
+        raise where.error("missing field 'arrivals'")
+    arrivals = parse_arrivals(raw["arrivals"], where.at("arrivals"), base_dir)
+    trace = arrivals.trace if isinstance(arrivals, TraceArrivals) else None
+    prompt = output = None
+    for key in ("prompt", "output"):
+        if key in raw:
+            dist = parse_lengths(raw[key], where.at(key), base_dir, trace)
+            prompt, output = (dist, output) if key == "prompt" else (prompt, dist)
+        elif trace is None:
+            raise where.error(f"missing field '{key}' (a length distribution; only a replayed trace has its own)")
+    n = _number(raw, "num_requests", where, lo=1, integer=True) if "num_requests" in raw else None
+    duration = _number(raw, "duration_s", where, lo=0, strict_lo=True) if "duration_s" in raw else None
+    if n is not None and duration is not None:
+        raise where.error("give one of 'num_requests' and 'duration_s', not both", "duration_s")
+    if n is None and duration is None and trace is None:
+        raise where.error("missing field 'num_requests' (or 'duration_s')")
+    mix = parse_mix(raw["workloads"], where.at("workloads")) if "workloads" in raw else None
+    seed = _number(raw, "seed", where, 0, lo=0, integer=True)
+    traffic = where.build(lambda: Traffic(arrivals, prompt, output, n, duration))
+    return TrafficSpec(traffic, mix, seed)
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    traffic: TrafficSpec
+    serving: ServingSpec
+
+
+def load_simulation(path: str | Path, data: Mapping[str, Any] | None = None) -> SimulationSpec:
+    """The traffic and serving sections of a scenario file (data: the already-parsed mapping, if any)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError:
+        raise SpecsimError(f"{p}: no such file") from None
+    if data is None:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SpecsimError(f"{p.name}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SpecsimError(f"{p.name}: expected a mapping at the top level")
+    lines = yaml_lines(text)
+    root = Where(p.name, "", lines)
+    if "traffic" not in data:
+        raise root.error("missing section 'traffic'")
+    return SimulationSpec(parse_traffic(data["traffic"], root.at("traffic"), p.parent),
+                          parse_serving(data.get("serving"), root.at("serving")))

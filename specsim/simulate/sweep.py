@@ -1,0 +1,98 @@
+"""Sweeps of simulations (rates x policies x engine limits x seeds), run in parallel with joblib.
+
+`sweep` builds every case's requests and one StepTable in the calling process (so the planner's cost
+object never has to be pickled), then runs the cases through ``joblib.Parallel``: local processes by
+default (loky). Each case carries its own seed, so results do not depend on n_jobs or the backend.
+
+The same call runs on a cluster through joblib's Dask or Ray backends (neither is a dependency):
+
+    from dask.distributed import Client            # Dask: pip install "dask[distributed]"
+    client = Client("tcp://scheduler:8786")
+    with joblib.parallel_config(backend="dask"):
+        frame = sweep(cases, cost, n_jobs=-1)
+
+    from ray.util.joblib import register_ray        # Ray: pip install "ray[default]"
+    register_ray()
+    with joblib.parallel_config(backend="ray"):
+        frame = sweep(cases, cost, n_jobs=-1)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd  # type: ignore[import-untyped]
+
+from specsim.simulate.acceptance import AcceptanceMix
+from specsim.simulate.capacity import table_for
+from specsim.simulate.cost import StepCost, StepTable
+from specsim.simulate.engine import EngineConfig, simulate
+from specsim.simulate.metrics import SLO, Pricing, ServingMetrics, summarize
+from specsim.simulate.policy import SpecPolicy
+from specsim.simulate.traffic import Requests, Traffic, generate_requests
+
+
+@dataclass(frozen=True)
+class SweepCase:
+    """One simulation of a sweep; labels become the first columns of its row."""
+
+    traffic: Traffic
+    engine: EngineConfig
+    acceptance: AcceptanceMix | None = None
+    seed: int = 0
+    labels: tuple[tuple[str, Any], ...] = ()
+
+
+def grid(traffic: Traffic, engine: EngineConfig, acceptance: AcceptanceMix | None = None,
+         rates_rps: Iterable[float] | None = None, policies: Iterable[SpecPolicy] | None = None,
+         max_num_seqs: Iterable[int] | None = None, seeds: Iterable[int] = (0,)) -> list[SweepCase]:
+    """The cartesian product of the given axes (an axis left as None keeps the traffic's / engine's value)."""
+    rate_axis: list[float | None] = list(rates_rps) if rates_rps is not None else [None]
+    policy_axis: list[SpecPolicy] = list(policies) if policies is not None else [engine.policy]
+    seqs_axis: list[int] = list(max_num_seqs) if max_num_seqs is not None else [engine.max_num_seqs]
+    cases = []
+    for rate, policy, seqs, seed in itertools.product(rate_axis, policy_axis, seqs_axis, list(seeds)):
+        t = traffic if rate is None else traffic.with_rate(rate)
+        e = replace(engine, policy=policy, max_num_seqs=seqs)
+        labels = (("rate_rps", float(t.mean_rate_rps)), ("policy", policy.label), ("max_num_seqs", seqs),
+                  ("seed", seed))
+        cases.append(SweepCase(t, e, acceptance, seed, labels))
+    return cases
+
+
+def metrics_row(m: ServingMetrics) -> dict[str, Any]:
+    """ServingMetrics flattened to one table row (percentiles as name_p50_s ...; no time series)."""
+    row: dict[str, Any] = {}
+    for key, value in m.to_dict().items():
+        if key == "timeseries":
+            continue
+        if isinstance(value, dict):
+            stem = key[:-2] if key.endswith("_s") else key
+            row.update({f"{stem}_{p}_s": v for p, v in value.items()})
+        else:
+            row[key] = value
+    return row
+
+
+def _run_case(case: SweepCase, requests: Requests, table: StepTable, slo: SLO | None,
+              pricing: Pricing | None) -> dict[str, Any]:
+    result = simulate(requests, case.engine, table, case.acceptance, case.seed)
+    return {**dict(case.labels), **metrics_row(summarize(result, slo, pricing, bins=None))}
+
+
+def sweep(cases: Sequence[SweepCase], cost: StepCost, slo: SLO | None = None, pricing: Pricing | None = None,
+          n_jobs: int | None = -1) -> pd.DataFrame:
+    """Run every case (in parallel, joblib) and return one row per case, in the cases' order."""
+    import joblib  # type: ignore[import-untyped]
+
+    made: dict[tuple[Traffic, int], Requests] = {}
+    for c in cases:
+        if (c.traffic, c.seed) not in made:
+            made[(c.traffic, c.seed)] = generate_requests(c.traffic, c.seed)
+    table = table_for(cost, [c.engine for c in cases], list(made.values()))
+    jobs = (joblib.delayed(_run_case)(c, made[(c.traffic, c.seed)], table, slo, pricing) for c in cases)
+    rows = joblib.Parallel(n_jobs=n_jobs)(jobs)
+    return pd.DataFrame(rows)

@@ -1,0 +1,182 @@
+"""The planner's error against published results, per source group.
+
+Two acceptance modes, so the cost side and the acceptance side are judged apart:
+  * measured — the source's own mean accepted length (tau) is given to the planner: only the step's
+    cost is judged (rows that report tau);
+  * priors  — nothing is given: the planner's acceptance priors decide (every priceable row).
+The error of a row is predicted / published speedup - 1. Groups report n, median |error|, median
+bias, the share within 10% and 25%, and, where the source gives plain decoding's tokens/s at batch 1,
+its error. Batch sweeps report the first batch at which the published and the predicted speedups fall
+below 1; the prediction there is anchored (acceptance fitted so that the sweep's lowest batch matches
+the source: the sweep's shape is then the cost model's alone) and from priors.
+Groups whose data fitted an engine parameter are marked "fit" (in-sample, data/fits.yaml); the others
+"check".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specsim.files import read_mapping
+from specsim.plan.grid import evaluate_grid
+from specsim.validation.corpus import STATED, load_corpus
+from specsim.validation.mapping import to_grid
+
+MODES = ("measured", "priors")
+
+
+@lru_cache(maxsize=1)
+def fit_groups() -> dict[str, str]:
+    """group -> the engine parameters fitted on it (data/fits.yaml)."""
+    path = Path(str(resources.files("specsim.validation"))) / "data" / "fits.yaml"
+    if not path.is_file():
+        return {}
+    data = read_mapping(path)
+    return {str(g): str(why) for g, why in (data.get("groups") or {}).items()}
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    group: str
+    mode: str
+    n: int
+    median_abs_error: float
+    median_bias: float
+    within_10: float
+    within_25: float
+    hardware_stated: bool
+    role: str  # fit | check
+    baseline_n: int = 0
+    baseline_error: float = float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Crossover:
+    sweep: str
+    group: str
+    batches: tuple[int, ...]
+    published: int | None
+    anchored: int | None
+    priors: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "batches": list(self.batches)}
+
+
+@dataclass(frozen=True)
+class PublishedReport:
+    rows: pd.DataFrame  # one per scored (row, mode): id, group, mode, published, predicted, error
+    groups: tuple[GroupStats, ...]
+    crossovers: tuple[Crossover, ...]
+    unmapped: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+
+    def overall(self, mode: str, stated_only: bool = True) -> GroupStats:
+        sel = self.rows[(self.rows["mode"] == mode) & self.rows["error"].notna()]
+        if stated_only:
+            sel = sel[sel["hardware_stated"]]
+        return _stats("overall" + (" (hardware stated)" if stated_only else ""), mode, sel, True, "all")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": [g.to_dict() for g in self.groups],
+            "overall": {m: self.overall(m).to_dict() for m in MODES},
+            "crossovers": [c.to_dict() for c in self.crossovers],
+            "unmapped": {str(k): int(v) for k, v in self.unmapped.value_counts().items()},
+            "rows": self.rows.replace({np.nan: None}).to_dict(orient="records"),
+        }
+
+
+def _stats(group: str, mode: str, rows: pd.DataFrame, stated: bool, role: str) -> GroupStats:
+    err = rows["error"].to_numpy(dtype=float)
+    base = rows["baseline_error"].to_numpy(dtype=float) if "baseline_error" in rows else np.array([])
+    base = base[np.isfinite(base)]
+    if not err.size:
+        return GroupStats(group, mode, 0, np.nan, np.nan, np.nan, np.nan, stated, role)
+    return GroupStats(group, mode, int(err.size), float(np.median(np.abs(err))), float(np.median(err)),
+                      float(np.mean(np.abs(err) <= 0.10)), float(np.mean(np.abs(err) <= 0.25)), stated, role,
+                      int(base.size), float(np.median(base)) if base.size else np.nan)
+
+
+def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str) -> pd.DataFrame:
+    g = grid.copy()
+    if mode == "priors":
+        g["acceptance_length"] = np.nan
+    else:
+        g = g[g["acceptance_length"].notna()] if "acceptance_length" in g else g.iloc[:0]
+    if g.empty:
+        return pd.DataFrame(columns=["id", "mode", "predicted", "error"])
+    out = evaluate_grid(g)
+    pub = corpus.set_index("id").loc[out["id"]]
+    predicted = out["speedup"].to_numpy(dtype=float)
+    published = pub["speedup"].to_numpy(dtype=float)
+    base_pub = pub["baseline_tok_s"].to_numpy(dtype=float)
+    base_pred = out["batch"].to_numpy(dtype=float) * 1e3 / out["baseline_step_ms"].to_numpy(dtype=float)
+    at_one = out["batch"].to_numpy(dtype=float) == 1
+    return pd.DataFrame({
+        "id": out["id"].to_numpy(), "group": pub["group"].to_numpy(), "mode": mode,
+        "hardware_stated": pub["hardware_confidence"].isin(STATED).to_numpy(),
+        "engine": out["engine"].to_numpy(), "hardware": out["hardware"].to_numpy(), "model": out["model"].to_numpy(),
+        "draft": out["draft"].to_numpy(), "k": out["k"].to_numpy(), "batch": out["batch"].to_numpy(),
+        "acceptance_length": pub["acceptance_length"].to_numpy(dtype=float),
+        "tokens_per_step": out["tokens_per_step"].to_numpy(dtype=float),
+        "published": published, "predicted": predicted, "error": predicted / published - 1.0,
+        "baseline_error": np.where(at_one & np.isfinite(base_pub), base_pred / base_pub - 1.0, np.nan),
+        "predicted_error": out["error"].to_numpy(),
+    })
+
+
+def _first_below_one(batches: np.ndarray, speedups: np.ndarray) -> int | None:
+    below = np.flatnonzero(speedups < 1.0)
+    return int(batches[below[0]]) if below.size else None
+
+
+def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame) -> list[Crossover]:
+    """Batch sweeps (>= 3 batches of one configuration) and where speculation stops paying."""
+    pub = corpus.set_index("id")
+    g = grid.assign(group=pub.loc[grid["id"], "group"].to_numpy(), dataset=pub.loc[grid["id"], "dataset"].astype(str)
+                    .to_numpy(), published=pub.loc[grid["id"], "speedup"].to_numpy(dtype=float))
+    keys = ["group", "hardware", "model", "engine", "draft", "k", "dataset"]
+    out = []
+    for key, sweep in g.groupby(keys, sort=False, dropna=False):
+        sweep = sweep.sort_values("batch")
+        if sweep["batch"].nunique() < 3:
+            continue
+        batches = sweep["batch"].to_numpy(dtype=int)
+        dense = np.arange(int(batches.min()), int(batches.max()) + 1)
+        probe = pd.DataFrame([sweep.iloc[0].to_dict()] * len(dense)).assign(batch=dense)
+        probe = probe.drop(columns=["acceptance_length"], errors="ignore")
+        priors = evaluate_grid(probe)
+        sp = priors["speedup"].to_numpy(dtype=float)
+        # anchored: tokens per step scaled so the lowest batch reproduces the source (speedup is linear in it)
+        scale = sweep["published"].iloc[0] / sp[0] if np.isfinite(sp[0]) and sp[0] > 0 else np.nan
+        tps = priors["tokens_per_step"].to_numpy(dtype=float) * scale
+        anchored = evaluate_grid(probe.assign(acceptance_length=np.maximum(tps, 1.0)))["speedup"].to_numpy(dtype=float)
+        label = f"{key[0]}: {key[2]} {key[4]} k={key[5]} on {key[1]} ({key[3]})"
+        out.append(Crossover(label, str(key[0]), tuple(int(b) for b in batches),
+                             _first_below_one(batches, sweep["published"].to_numpy(dtype=float)),
+                             _first_below_one(dense, anchored), _first_below_one(dense, sp)))
+    return out
+
+
+def score(corpus: pd.DataFrame | None = None) -> PublishedReport:
+    """Price every priceable published result in both acceptance modes and summarise."""
+    c = load_corpus() if corpus is None else corpus
+    grid, unmapped = to_grid(c)
+    rows = pd.concat([_priced(grid, c, m) for m in MODES], ignore_index=True)
+    fits = fit_groups()
+    stats = []
+    for (group, mode), sel in rows.groupby(["group", "mode"], sort=True):
+        ok = sel[sel["error"].notna()]
+        stats.append(_stats(str(group), str(mode), ok, bool(sel["hardware_stated"].all()),
+                            "fit" if group in fits else "check"))
+    return PublishedReport(rows, tuple(stats), tuple(_crossovers(grid, c)), unmapped)
