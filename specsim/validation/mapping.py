@@ -33,13 +33,25 @@ DEFAULT_CONTEXT = 512
 class Methods:
     methods: dict[str, dict[str, Any]]
     unsupported: dict[str, str]
+    engines: dict[str, dict[str, Any]]
+
+    def engine_profile(self, engine: str, version: Any, group: str) -> str:
+        """The engine profile a row ran on: by its group, then its stated version, then the default."""
+        spec = self.engines.get(engine, {})
+        if group in (spec.get("groups") or {}):
+            return str(spec["groups"][group])
+        text = str(version) if isinstance(version, str) else ""
+        for prefix, profile in sorted((spec.get("versions") or {}).items(), key=lambda kv: -len(kv[0])):
+            if text.startswith(str(prefix)):
+                return str(profile)
+        return str(spec.get("default", engine))
 
 
 @lru_cache(maxsize=1)
 def methods() -> Methods:
     path = Path(str(resources.files("specsim.validation"))) / "data" / "methods.yaml"
     data = read_mapping(path)
-    return Methods(dict(data["methods"]), dict(data.get("unsupported") or {}))
+    return Methods(dict(data["methods"]), dict(data.get("unsupported") or {}), dict(data.get("engines") or {}))
 
 
 @lru_cache(maxsize=64)
@@ -50,6 +62,14 @@ def _loads(kind: str, name: str) -> str:
     except SpecsimError as exc:
         return str(exc).split(" (known")[0]
     return ""
+
+
+def _too_big(model: str, hardware: str) -> bool:
+    """Weights in bf16 alone exceed one GPU's memory."""
+    try:
+        return load_model(model).n_params() * 2 > load_hardware(hardware).total_memory_bytes
+    except SpecsimError:
+        return False
 
 
 def _size_b(model: str) -> float:
@@ -93,8 +113,9 @@ def map_row(row: pd.Series) -> tuple[dict[str, Any] | None, str]:
         if reason := _loads(kind, name):
             return None, reason
     shape = _defaults(spec, row)
+    profile = m.engine_profile(engine, row.get("engine_version"), str(row["group"]))
     grid: dict[str, Any] = {"id": row["id"], "hardware": hardware, "model": str(row["model"]).strip(),
-                            "engine": engine, "draft": spec["method"], "weight_dtype": "bf16", "kv_dtype": "bf16"}
+                            "engine": profile, "draft": spec["method"], "weight_dtype": "bf16", "kv_dtype": "bf16"}
     method = spec["method"]
     if method == "draft_model":
         name = row["draft_model"] if isinstance(row["draft_model"], str) else spec.get("default_draft", "")
@@ -115,7 +136,9 @@ def map_row(row: pd.Series) -> tuple[dict[str, Any] | None, str]:
         grid["window"], grid["guesses"] = shape.get("window", 7), shape.get("guesses", 7)
     gpus = int(row["num_gpus"]) if np.isfinite(row["num_gpus"]) else 1
     tp = int(row["tp"]) if np.isfinite(row["tp"]) else 1
-    pipeline = engine == "hf" and gpus > 1 and tp <= 1
+    # eager loops load models larger than one GPU with accelerate's device_map (the EAGLE / Medusa
+    # repositories' from_pretrained(device_map="auto")): layers split over GPUs, run one after another
+    pipeline = engine == "hf" and tp <= 1 and (gpus > 1 or _too_big(str(row["model"]), hardware))
     grid["tp"] = 1 if pipeline else max(tp, 1)
     grid["check_memory"] = not pipeline
     grid["batch"] = int(row["batch"]) if np.isfinite(row["batch"]) else 1

@@ -1,0 +1,73 @@
+"""The engine's execution model against hand calculations."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specsim.cost.forward import breakdown
+from specsim.cost.hardware import load_hardware
+from specsim.cost.model import load_model
+from specsim.cost.ops import make_shape
+from specsim.engines.passes import eager_launches, graph_batch, pass_time_s, step_time_s
+from specsim.engines.profile import load_engine
+
+H100 = load_hardware("h100-sxm")
+L8 = load_model("llama-3.1-8b")
+
+
+def test_vllm_pads_tokens_to_capture_sizes_rounded_to_multiples_of_k_plus_1() -> None:
+    # vLLM sizes [1, 2, 4, 8, 16, ...] in tokens; with 4 tokens per request they round up to multiples
+    # of 4: 4, 8, 16, 24 ... = 1, 2, 4, 6 ... requests; 5 requests pad to 6 (24 tokens).
+    b, graphed = graph_batch(load_engine("vllm"), [1, 3, 5, 200], 4)
+    assert list(b) == [1, 4, 6, 200] and list(graphed) == [True, True, True, False]
+
+
+def test_sglang_pads_requests_and_trtllm_graphs_only_exact_sizes() -> None:
+    b, graphed = graph_batch(load_engine("sglang"), [9, 33, 300], 4)
+    assert list(b) == [10, 40, 300] and list(graphed) == [True, True, False]
+    b, graphed = graph_batch(load_engine("trtllm"), [32, 33, 64], 4)
+    assert list(b) == [32, 33, 64] and list(graphed) == [True, False, True]
+
+
+def test_an_eager_pass_is_bound_by_the_slower_of_host_and_gpu() -> None:
+    hf = load_engine("hf")
+    launches = L8.n_layers * hf.eager_kernels_per_layer + hf.eager_kernels_extra
+    assert eager_launches(hf, L8) == launches
+    host = launches * hf.eager_op_us * 1e-6
+    br = breakdown(L8, H100, make_shape(1, 1, 512))
+    gpu = float(br.time_s - br.overhead_s)
+    assert host > gpu  # an 8B model at batch 1 in eager PyTorch is host-bound (gpt-fast blog: ~25 tok/s)
+    assert float(pass_time_s(hf, H100, L8, 1, 1, 512)) == pytest.approx(host + hf.eager_op_us * 1e-6)
+    # with a free host the GPU decides
+    free = dataclasses.replace(hf, eager_op_us=0.0)
+    assert float(pass_time_s(free, H100, L8, 1, 1, 512)) == pytest.approx(gpu)
+
+
+def test_a_graphed_pass_is_its_kernels_at_the_padded_batch_plus_one_replay() -> None:
+    v = load_engine("vllm")
+    br = breakdown(L8, H100, make_shape(6, 4, 512))  # 5 requests x 4 tokens pad to 6 requests
+    expected = float(br.time_s - br.overhead_s) + v.graph_launch_us * 1e-6
+    assert float(pass_time_s(v, H100, L8, 5, 4, 512)) == pytest.approx(expected)
+
+
+def test_async_scheduling_hides_host_work_until_it_exceeds_the_gpu() -> None:
+    v = load_engine("vllm")
+    host = (v.step_host_us + v.per_seq_host_us * 8) * 1e-6
+    fast, slow = 0.1e-3, 20e-3
+    assert float(step_time_s(v, fast, 8, speculative=False)) == pytest.approx(host)  # host-bound
+    assert float(step_time_s(v, slow, 8, speculative=False)) == pytest.approx(slow + v.step_exposed_us * 1e-6)
+    # synchronous: device + host
+    assert float(step_time_s(v, slow, 8, speculative=False, sync=True)) == pytest.approx(slow + host)
+
+
+def test_sglang_speculative_step_runs_without_overlap_but_its_plain_step_overlaps() -> None:
+    s = load_engine("sglang")
+    dev = np.array(10e-3)
+    plain = float(step_time_s(s, dev, 4, speculative=False))
+    spec = float(step_time_s(s, dev, 4, speculative=True))
+    assert plain == pytest.approx(10e-3 + s.step_exposed_us * 1e-6)
+    host = (s.step_host_us + s.per_seq_host_us * 4 + s.spec_step_host_us + s.spec_per_seq_host_us * 4) * 1e-6
+    assert spec == pytest.approx(10e-3 + host)

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specsim.cost.hardware import load_hardware
+from specsim.cost.model import load_model
+from specsim.drafts.build import make_draft
+from specsim.plan.evaluate import Target, bundled_engine, config_metrics
+from specsim.plan.grid import OUTPUTS, evaluate_grid
+
+
+def test_every_row_equals_evaluate_for_that_configuration() -> None:
+    rows = pd.DataFrame({
+        "hardware": ["h100-sxm", "h100-sxm", "a100-sxm-80gb", "h100-sxm"],
+        "model": ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.1-8b"],
+        "tp": [1, 8, 1, 1], "engine": ["vllm", "sglang", "hf", ""],
+        "draft": ["eagle3", "eagle3", "ngram", "llama-3.2-1b"], "k": [3, 5, 4, 4],
+        "batch": [1, 32, 1, 16], "context": [1024, 4096, 512, 2048], "note": ["a", "b", "c", "d"],
+    })
+    out = evaluate_grid(rows)
+    assert list(out["note"]) == ["a", "b", "c", "d"]  # other columns carried through, order kept
+    assert (out["error"] == "").all()
+    for i, r in rows.iterrows():
+        t = Target(load_hardware(r["hardware"]), load_model(r["model"]), int(r["tp"]),
+                   engine=bundled_engine(r["engine"] or "vllm"))
+        m = config_metrics(t, make_draft(r["draft"], t.model), int(r["k"]), int(r["batch"]), int(r["context"]))
+        for name in ("step_ms", "speedup", "throughput_tok_s", "tokens_per_step"):
+            assert out.loc[i, name] == pytest.approx(float(getattr(m, name) if name != "step_ms" else m.step_ms))
+
+
+def test_measured_acceptance_length_is_tokens_per_step_and_scales_speedup_linearly() -> None:
+    base = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "k": 3, "batch": 4}
+    out = evaluate_grid(pd.DataFrame([{**base, "acceptance_length": 2.0}, {**base, "acceptance_length": 3.0}]))
+    assert list(out["tokens_per_step"]) == [2.0, 3.0]
+    assert out["speedup"][1] / out["speedup"][0] == pytest.approx(1.5)
+    assert set(out["acceptance_source"]) == {"measured acceptance length"}
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"hardware": "h900"}, "unknown hardware 'h900'"),
+    ({"k": -1}, "k must be an integer >= 0"),
+    ({"batch": 0}, "batch must be an integer >= 1"),
+    ({"acceptance_length": 5.5}, "acceptance_length 5.5 is outside \\[1, 4\\]"),
+    ({"alpha": 1.5}, "alpha must lie in \\[0, 1\\]"),
+    ({"model": "llama-3.1-405b"}, "does not fit: .* GiB per GPU needed of .* GiB"),
+])
+def test_a_bad_row_gets_its_reason_and_blank_outputs_and_others_are_unaffected(row: dict, message: str) -> None:
+    good = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "k": 3, "batch": 4}
+    out = evaluate_grid(pd.DataFrame([good, {**good, **row}, good]))
+    assert out["error"][1] and pd.Series([out["error"][1]]).str.contains(message).all(), out["error"][1]
+    assert np.isnan(out["speedup"][1]) and np.isnan(out["step_ms"][1])
+    assert out["error"][0] == out["error"][2] == "" and out["speedup"][0] == out["speedup"][2]
+
+
+def test_outputs_are_the_documented_columns() -> None:
+    out = evaluate_grid(pd.DataFrame([{"hardware": "h100-sxm", "model": "llama-3.1-8b"}]))
+    assert set(OUTPUTS) <= set(out.columns)
+    assert out["speedup"][0] == pytest.approx(1.0)  # no draft: plain decoding
