@@ -102,7 +102,7 @@ def memory_bytes_per_gpu(d: Draft, target: ModelSpec, batch: ArrayLike, context_
     if d.method == "draft_model" and d.model is not None:
         dtp = d.draft_tp or tp
         w = d.model.n_params() * wb / dtp
-        kv = b * ctx * d.model.kv_bytes_per_token(kv_dtype, dtp)
+        kv = b * d.model.kv_bytes_per_sequence(ctx, kv_dtype, dtp)
         return np.full(b.shape, w), kv
     if d.method in ("eagle", "eagle2", "eagle3", "mtp"):
         head = head_model(target, d.draft_vocab if d.method == "eagle3" else None, moe=d.method == "mtp")
@@ -111,7 +111,7 @@ def memory_bytes_per_gpu(d: Draft, target: ModelSpec, batch: ArrayLike, context_
         if d.method == "eagle3":
             w += c["lm_head"] * wb / tp  # its own reduced-vocabulary head
         w += (3 if d.method == "eagle3" else 2) * target.hidden**2 * wb / tp
-        kv = b * ctx * head.kv_bytes_per_token(kv_dtype, tp)
+        kv = b * head.kv_bytes_per_sequence(ctx, kv_dtype, tp)
         return np.full(b.shape, w), kv
     if d.method == "medusa":
         w = 5 * (target.hidden**2 + target.hidden * target.vocab) * wb / tp

@@ -100,7 +100,7 @@ def memory_per_gpu(hardware_total_bytes: float, utilization: float, model: Model
     b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
     q = verify_tokens_per_seq if k else 1.0
     weights = model.n_params() * weight_bytes(weight_dtype) / tp
-    kv = b * (ctx + q) * model.kv_bytes_per_token(kv_dtype, tp)
+    kv = b * model.kv_bytes_per_sequence(ctx + q, kv_dtype, tp)
     act = activation_peak_bytes(model.hidden, max(model.intermediate, model.moe_intermediate * max(model.top_k, 1)),
                                 model.n_heads, model.kv_heads_per_gpu(tp) * tp, model.head_dim, model.vocab, tp, q)
     reserved = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0.0) + GRAPH_BYTES

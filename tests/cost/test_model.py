@@ -17,7 +17,7 @@ REQUIRED = {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3
 def test_catalogue_complete_and_loads() -> None:
     assert set(available()) >= REQUIRED
     for name in available():
-        assert load_model(name).n_params() > 1e8
+        assert load_model(name).n_params() > 5e7  # the smallest, vicuna-68m, has 68M
 
 
 @pytest.mark.parametrize(("name", "billions"), [
