@@ -15,6 +15,8 @@ spec-v1 EAGLE worker).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -78,9 +80,29 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
     if not graphs:
         b_run, graphed = np.broadcast_to(b, b_run.shape).astype(float), np.zeros(b_run.shape, dtype=bool)
     gpu = _gpu_time_s(hw, model, b_run, q, ctx, tp, weight_dtype, kv_dtype)
-    host_eager = eager_launches(e, model) * e.eager_op_us * US
+    launches = (e.eager_loop.plain_ops(model.n_layers, model.n_kv_heads < model.n_heads) if e.eager_loop is not None
+                else eager_launches(e, model))
+    host_eager = launches * e.eager_op_us * US
     eager = np.maximum(gpu, host_eager) + e.eager_op_us * US
     return np.where(graphed, gpu + e.graph_launch_us * US, eager)
+
+
+def gpu_only(e: EngineProfile) -> EngineProfile:
+    """The engine with free host launches: its passes cost their kernels only (for eager loops, whose host
+    side is priced per cycle from measured op counts)."""
+    return dataclasses.replace(e, eager_op_us=0.0, draft_pass_overhead_us=0.0, draft_tree_ops=0.0,
+                               verify_host_ops=0.0)
+
+
+def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: ArrayLike,
+                       drafter: ModelSpec | None = None) -> Array:
+    """Host dispatch time of one speculative cycle of an eager loop (NaN where the method was not measured)."""
+    assert e.eager_loop is not None
+    kk = np.asarray(k, dtype=float)
+    gqa = model.n_kv_heads < model.n_heads
+    layers = drafter.n_layers if drafter is not None else 0.0
+    ops = np.vectorize(lambda x: e.eager_loop.cycle_ops(method, model.n_layers, gqa, x, layers))(kk)  # type: ignore[union-attr]
+    return ops * e.eager_op_us * US
 
 
 def _gpu_time_s(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,

@@ -25,6 +25,49 @@ DRAFT_LOOPS = ("extend_then_decode", "extend_then_depth", "one_pass")
 
 
 @dataclass(frozen=True)
+class OpCount:
+    """Ops per cycle of an eager loop: a + b x layers, for kernel launches, views and host-tensor ops."""
+
+    kernel: tuple[float, float]
+    view: tuple[float, float]
+    host: tuple[float, float] = (0.0, 0.0)
+
+    def weighted(self, layers: float, view_weight: float, host_weight: float) -> float:
+        """Launch-equivalents: kernels + view_weight x views + host_weight x host-tensor ops."""
+        k, v, h = (a + b * layers for a, b in (self.kernel, self.view, self.host))
+        return k + view_weight * v + host_weight * h
+
+
+@dataclass(frozen=True)
+class EagerLoop:
+    """The host side of an eager research loop: ops per plain step and per speculative cycle."""
+
+    view_weight: float  # dispatch of a metadata-only op relative to a kernel launch
+    host_weight: float  # an op on CPU tensors relative to a kernel launch
+    baseline: str  # which plain loop the engine's speedups are measured against
+    loops: dict[str, OpCount]  # plain decoding loops
+    methods: dict[str, OpCount]  # speculative cycles by specsim draft method
+    per_draft_token: OpCount  # draft models: one plain step of the drafter per drafted token (b = per drafter layer)
+    gqa_per_layer: tuple[float, float]  # extra (kernel, view) ops per layer for grouped-query attention
+
+    def plain_ops(self, layers: float, gqa: bool) -> float:
+        return self._w(self.loops[self.baseline], layers, gqa)
+
+    def cycle_ops(self, method: str, layers: float, gqa: bool, k: float = 0.0, draft_layers: float = 0.0) -> float:
+        """Launch-equivalents of one speculative cycle (NaN when the method was not measured)."""
+        if method not in self.methods:
+            return float("nan")
+        ops = self._w(self.methods[method], layers, gqa)
+        if method == "draft_model":
+            ops += k * self.per_draft_token.weighted(draft_layers, self.view_weight, self.host_weight)
+        return ops
+
+    def _w(self, c: OpCount, layers: float, gqa: bool) -> float:
+        extra = (self.gqa_per_layer[0] + self.view_weight * self.gqa_per_layer[1]) * layers if gqa else 0.0
+        return c.weighted(layers, self.view_weight, self.host_weight) + extra
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """One engine's execution model; times in microseconds as the YAML states them."""
 
@@ -56,6 +99,9 @@ class EngineProfile:
     ngram_ns_per_context_token: float  # host n-gram proposer: scan cost per context token
     sources: dict[str, str] = field(default_factory=dict)
     source_path: str = ""
+    #: Eager research loops only: kernel / view / host-tensor ops per cycle as a + b x layers, measured per
+    #: method on the loops' own code (see hf.yaml); None for engines that run graphs.
+    eager_loop: EagerLoop | None = None
 
     def graph_size(self, units: float) -> float | None:
         """The captured size a batch of `units` pads to, or None when it runs without a graph."""
@@ -70,6 +116,8 @@ class EngineProfile:
         data = dataclasses.asdict(self)
         data["graph_sizes"] = list(self.graph_sizes)
         data.pop("source_path")
+        if data.get("eager_loop") is None:
+            data.pop("eager_loop", None)
         return data
 
 
@@ -106,9 +154,15 @@ def _resolved(path: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         return data
     if str(base) in seen:
         raise SpecsimError(f"{path}: 'base' chain loops through {base!r}")
-    merged = _resolved(_path(str(base)), (*seen, str(base)))
-    sources = {**(merged.get("sources") or {}), **(data.get("sources") or {})}
-    return {**merged, **data, "sources": sources}
+    return _merge(_resolved(_path(str(base)), (*seen, str(base))), data)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, mappings merged key by key (sources, eager_loop)."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def load_engine(name_or_path: str | Path) -> EngineProfile:
@@ -123,7 +177,7 @@ def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
     unknown = set(data) - known
     if unknown:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(known))})")
-    missing = sorted(known - set(data) - {"sources"})
+    missing = sorted(known - set(data) - {"sources", "eager_loop"})
     if missing:
         raise SpecsimError(f"{where}: missing field(s) {missing}")
     values: dict[str, Any] = {}
@@ -153,6 +207,42 @@ def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
     unsourced = [k for k in needed if not str(sources.get(k, "")).strip()]
     if unsourced:
         raise SpecsimError(f"{where}: every number needs a source; missing sources for {unsourced}")
+    eager = _eager_loop(data.get("eager_loop"), where) if data.get("eager_loop") is not None else None
     return EngineProfile(name=str(data["name"]), description=str(data["description"]), version=str(data["version"]),
                          graph_sizes=tuple(int(s) for s in sizes), sources={str(k): str(v) for k, v in sources.items()},
-                         source_path=where, **values)
+                         source_path=where, eager_loop=eager, **values)
+
+
+def _pair(value: Any, where: str) -> tuple[float, float]:
+    if (not isinstance(value, list) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in value)):
+        raise SpecsimError(f"{where}: expected [a, b] (ops = a + b x layers, both >= 0), got {value!r}")
+    return float(value[0]), float(value[1])
+
+
+def _count(raw: Any, where: str) -> OpCount:
+    if not isinstance(raw, dict) or not {"kernel", "view"} <= set(raw) or set(raw) - {"kernel", "view", "host"}:
+        raise SpecsimError(f"{where}: expected {{kernel: [a, b], view: [a, b], host: [a, b]}}, got {raw!r}")
+    return OpCount(_pair(raw["kernel"], f"{where}.kernel"), _pair(raw["view"], f"{where}.view"),
+                   _pair(raw.get("host", [0, 0]), f"{where}.host"))
+
+
+def _eager_loop(raw: Any, where: str) -> EagerLoop:
+    w = f"{where}: eager_loop"
+    need = {"view_weight", "host_weight", "baseline", "loops", "methods", "per_draft_token", "gqa_per_layer",
+            "source"}
+    if not isinstance(raw, dict) or set(raw) != need:
+        got = sorted(raw) if isinstance(raw, dict) else raw
+        raise SpecsimError(f"{w}: expected the fields {sorted(need)}, got {got}")
+    if not str(raw["source"]).strip():
+        raise SpecsimError(f"{w}: the op counts need a source")
+    loops = {str(k): _count(v, f"{w}.loops.{k}") for k, v in (raw["loops"] or {}).items()}
+    if raw["baseline"] not in loops:
+        raise SpecsimError(f"{w}: baseline {raw['baseline']!r} is not one of the loops {sorted(loops)}")
+    weights = [raw[k] for k in ("view_weight", "host_weight")]
+    if any(isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1 for x in weights):
+        raise SpecsimError(f"{w}: view_weight and host_weight must be numbers in [0, 1]")
+    return EagerLoop(float(raw["view_weight"]), float(raw["host_weight"]), str(raw["baseline"]), loops,
+                     {str(k): _count(v, f"{w}.methods.{k}") for k, v in (raw["methods"] or {}).items()},
+                     _count(raw["per_draft_token"], f"{w}.per_draft_token"),
+                     _pair(raw["gqa_per_layer"], f"{w}.gqa_per_layer"))

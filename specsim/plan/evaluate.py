@@ -17,7 +17,7 @@ from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
 from specsim.drafts.draft import Draft
-from specsim.engines.passes import US, pass_time_s, step_time_s
+from specsim.engines.passes import US, eager_cycle_host_s, gpu_only, pass_time_s, step_time_s
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.plan.memory import Memory
 from specsim.plan.memory import memory_per_gpu as _memory
@@ -87,9 +87,14 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
         return StepTimes(zero, base_pass + zero, base - base_pass + zero, base + zero)
     q = d.verify_tokens_per_seq(kk) if verify_tokens_per_seq is None else np.asarray(verify_tokens_per_seq, float)
     q = np.where(plain, 1.0, q)
-    verify = pass_time_s(e, *run, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
-    draft = draft_time_s(d, e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    loop = e.eager_loop is not None and d.method in e.eager_loop.methods
+    run_e = gpu_only(e) if loop else e  # eager loops: kernels here, the host side per cycle below
+    verify = pass_time_s(run_e, *run, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
     device = draft + verify + overhead_time_s(t, b, kk) + e.verify_host_ops * e.eager_op_us * US
+    if loop:
+        # an eager loop's cycle: the slower of its kernels and its host dispatch (measured op counts)
+        device = np.maximum(device, eager_cycle_host_s(e, d.method, m, np.maximum(kk, 1.0), d.model))
     step = step_time_s(e, device, b, speculative=True, sync=d.method in ("ngram", "suffix"))
     draft = np.where(plain, 0.0, draft)
     verify = np.where(plain, base_pass, verify)

@@ -12,6 +12,7 @@ in memory is reported as such, never as a speedup.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +24,7 @@ from specsim.cost.hardware import HardwareProfile, load_hardware
 from specsim.cost.model import ModelSpec, load_model
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
+from specsim.engines.profile import EngineProfile
 from specsim.errors import SpecsimError
 from specsim.plan.evaluate import DEFAULT_ENGINE, Target, bundled_engine, memory_per_gpu, step_arrays
 
@@ -68,12 +70,14 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _setup(row: pd.Series) -> tuple[Target, Draft]:
-    """The Target and Draft of a setup row (SpecsimError when a name or value is wrong)."""
+def _setup(row: pd.Series, engines: Mapping[str, EngineProfile] | None = None) -> tuple[Target, Draft]:
+    """The Target and Draft of a setup row (SpecsimError when a name or value is wrong); `engines`
+    overrides bundled engine profiles by name (the engine fit tries parameter values this way)."""
     hw = _hardware(str(row["hardware"]).strip())
     model = _model(str(row["model"]).strip())
     tp = _int(row["tp"], "tp", 1)
-    e = bundled_engine(str(row["engine"]).strip().lower() or DEFAULT_ENGINE)
+    name = str(row["engine"]).strip().lower() or DEFAULT_ENGINE
+    e = engines[name] if engines and name in engines else bundled_engine(name)
     t = Target(hw, model, tp, str(row["weight_dtype"]), str(row["kv_dtype"]), engine=e)
     spec: dict[str, Any] = {"method": str(row["draft"]).strip()}
     for key in ("topk", "num_draft_tokens", "draft_tp", "window", "guesses"):
@@ -173,8 +177,9 @@ def _evaluate_setup(df: pd.DataFrame, t: Target, d: Draft, out: dict[str, np.nda
     out["error"][idx] = error
 
 
-def evaluate_grid(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with OUTPUTS appended (see the module docstring); row order and other columns kept."""
+def evaluate_grid(frame: pd.DataFrame, engines: Mapping[str, EngineProfile] | None = None) -> pd.DataFrame:
+    """`frame` with OUTPUTS appended (see the module docstring); row order and other columns kept.
+    `engines` replaces bundled engine profiles by name."""
     df = normalise(frame).reset_index(drop=True)
     n = len(df)
     out: dict[str, np.ndarray] = {name: np.full(n, np.nan) for name in OUTPUTS[:10]}
@@ -186,7 +191,7 @@ def evaluate_grid(frame: pd.DataFrame) -> pd.DataFrame:
     for _, group in df[~missing].groupby([keys[c] for c in SETUP], sort=False, dropna=False):
         idx = group.index.to_numpy()
         try:
-            t, d = _setup(group.iloc[0])
+            t, d = _setup(group.iloc[0], engines)
         except SpecsimError as exc:
             out["error"][idx] = str(exc)
             continue

@@ -5,6 +5,7 @@ Every error names the file, the field and the allowed values (README, "Scenario 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,16 @@ from specsim.cost.hardware import HardwareProfile, load_hardware
 from specsim.cost.model import ModelSpec, load_model
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
+from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping
+from specsim.plan.evaluate import DEFAULT_ENGINE, bundled_engine
 
 OBJECTIVES = ("throughput", "latency", "slo")
+MAX_CONTEXT = 1_000_000_000  # tokens; a bound on input, not on what fits (the planner checks memory)
 TOP_KEYS = {"name", "description", "hardware", "model", "tp", "weight_dtype", "kv_dtype", "objective",
-            "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes"}
+            "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes",
+            "task", "temperature", "engine"}  # task / temperature: what the acceptance priors are looked up for
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Scenario:
     gpu_hour_usd: float | None = None
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    engine: EngineProfile = field(default_factory=bundled_engine)  # the serving engine (vLLM unless said)
 
 
 def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: float | None = None,
@@ -72,6 +78,8 @@ def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: fl
         return default
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecsimError(f"{where}: field '{key}' must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise SpecsimError(f"{where}: field '{key}' must be a finite number, got {value!r}")
     if integer and int(value) != value:
         raise SpecsimError(f"{where}: field '{key}' must be an integer, got {value!r}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -82,8 +90,8 @@ def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: fl
 
 def _contexts(value: Any, where: str) -> tuple[tuple[int, float], ...]:
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise SpecsimError(f"{where}: context must be >= 0, got {value}")
+        if not 0 <= value <= MAX_CONTEXT:
+            raise SpecsimError(f"{where}: context must be in [0, {MAX_CONTEXT}], got {value}")
         return ((value, 1.0),)
     if isinstance(value, dict) and value:
         items = []
@@ -92,10 +100,15 @@ def _contexts(value: Any, where: str) -> tuple[tuple[int, float], ...]:
                 ctx = int(key)
             except (TypeError, ValueError):
                 raise SpecsimError(f"{where}: context keys must be token counts, got {key!r}") from None
-            if isinstance(share, bool) or not isinstance(share, int | float) or share <= 0 or ctx < 0:
-                raise SpecsimError(f"{where}: context {key}: share must be a number > 0, got {share!r}")
+            if not 0 <= ctx <= MAX_CONTEXT:
+                raise SpecsimError(f"{where}: context {key}: must be in [0, {MAX_CONTEXT}] tokens")
+            if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+                raise SpecsimError(f"{where}: context {key}: share must be a number in (0, 1], got {share!r}")
             items.append((ctx, float(share)))
         total = sum(s for _, s in items)
+        if abs(total - 1.0) > 1e-6:
+            raise SpecsimError(f"{where}: context shares must sum to 1, got {total:g} "
+                               f"({', '.join(f'{c}: {s:g}' for c, s in items)})")
         return tuple((c, s / total) for c, s in items)
     raise SpecsimError(f"{where}: 'context' must be a token count or a mapping {{tokens: share}}, got {value!r}")
 
@@ -109,7 +122,8 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
         w = f"{where}: load"
         unknown = set(raw) - {"arrival_rate_rps", "prompt_tokens", "output_tokens"}
         if unknown:
-            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} (allowed: arrival_rate_rps, prompt_tokens, "
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} "
+                               "(allowed: arrival_rate_rps, prompt_tokens, "
                                "output_tokens)")
         return (), ArrivalLoad(_num(raw, "arrival_rate_rps", w, lo=1e-9),
                                _num(raw, "prompt_tokens", w, 1024, lo=1, integer=True),
@@ -125,7 +139,7 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
         unknown = set(b) - {"name", "batch", "context", "hours", "weight"}
         if unknown:
             allowed = "name, batch, context, hours, weight"
-            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} (allowed: {allowed})")
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} (allowed: {allowed})")
         if "batch" not in b:
             raise SpecsimError(f"{w}: missing field 'batch'")
         weight = _num(b, "hours", w, None, lo=0) if "hours" in b else _num(b, "weight", w, 1.0, lo=0)
@@ -151,22 +165,48 @@ def _relative(value: Any, base: Path) -> str:
 def _read_acceptance_file(spec: Any, base: Path, where: str) -> Any:
     """A draft mapping whose acceptance is {file: PATH[, k: K]} with that file read (relative to the
     scenario) into an AcceptanceProfile; anything else unchanged."""
+    if (isinstance(spec, dict) and isinstance(spec.get("acceptance"), dict)
+            and {"before", "after"} <= set(spec["acceptance"])):
+        return {**spec, "acceptance": _read_acceptance_window(spec["acceptance"], base, where)}
     if not isinstance(spec, dict) or not isinstance(spec.get("acceptance"), dict) or "file" not in spec["acceptance"]:
         return spec
     acc = spec["acceptance"]
     unknown = set(acc) - {"file", "k"}
     if unknown:
-        raise SpecsimError(f"{where}.acceptance: unknown field(s) {sorted(unknown)} with 'file' (allowed: file, k)")
+        raise SpecsimError(f"{where}.acceptance: unknown field(s) {sorted(map(str, unknown))} with 'file' "
+                           "(allowed: file, k)")
     k = acc.get("k")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise SpecsimError(f"{where}.acceptance.k must be an integer >= 1, got {k!r}")
-    return {**spec, "acceptance": load_acceptance(_relative(acc["file"], base), k)}
+    file = Path(str(acc["file"]))  # always a path (unlike hardware/model, never a bundled name)
+    return {**spec, "acceptance": load_acceptance(file if file.is_absolute() else base / file, k)}
+
+
+def _read_acceptance_window(acc: dict[str, Any], base: Path, where: str) -> Any:
+    """{before: SCRAPE, after: SCRAPE[, k: K]}: acceptance over the window between two /metrics scrapes
+    (acceptance.metrics.read_metrics_window), paths relative to the scenario."""
+    from specsim.acceptance.metrics import load_metrics_window
+
+    unknown = set(acc) - {"before", "after", "k"}
+    if unknown:
+        raise SpecsimError(f"{where}.acceptance: unknown field(s) {sorted(map(str, unknown))} with 'before'/'after' "
+                           "(allowed: before, after, k)")
+    k = acc.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise SpecsimError(f"{where}.acceptance.k must be an integer >= 1, got {k!r}")
+    paths = [Path(str(acc[key])) for key in ("before", "after")]
+    before, after = (p if p.is_absolute() else base / p for p in paths)
+    try:
+        return load_metrics_window(before, after).profile(k)
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}.acceptance: {exc}") from None
 
 
 def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     unknown = set(data) - TOP_KEYS
     if unknown:
-        raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(TOP_KEYS))})")
+        raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} "
+                           f"(allowed: {', '.join(sorted(TOP_KEYS))})")
     for key in ("hardware", "model", "load"):
         if key not in data:
             raise SpecsimError(f"{where}: missing field '{key}'")
@@ -190,25 +230,44 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     drafts_raw = data.get("drafts", [])
     if not isinstance(drafts_raw, list) or not drafts_raw:
         raise SpecsimError(f"{where}: field 'drafts' must be a non-empty list of draft methods")
-    try:
-        drafts = tuple(make_draft(_read_acceptance_file(d, base, f"drafts[{i}]"), model, f"drafts[{i}]")
-                       for i, d in enumerate(drafts_raw))
-    except SpecsimError as exc:
-        raise SpecsimError(f"{where}: {exc}") from None
+    task = data.get("task")
+    temperature = _num(data, "temperature", where, None, lo=0, hi=2)
+    drafts_list = []
+    for i, d in enumerate(drafts_raw):
+        try:
+            drafts_list.append(make_draft(_read_acceptance_file(d, base, f"drafts[{i}]"), model, f"drafts[{i}]",
+                                          None if task is None else str(task), temperature))
+        except SpecsimError as exc:
+            raise SpecsimError(f"{where}: {exc}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise SpecsimError(f"{where}: drafts[{i}]: malformed draft {d!r} ({exc})") from None
+    drafts = tuple(drafts_list)
     labels = [d.label for d in drafts]
     if dup := sorted({x for x in labels if labels.count(x) > 1}):
         raise SpecsimError(f"{where}: drafts: more than one draft named {dup[0]!r}; give each a distinct 'name'")
     buckets, arrival = _load(data["load"], where)
+    tp = _num(data, "tp", where, 1, lo=1, hi=64, integer=True)
+    model.check_tp(tp, f"{where}: field 'tp'")
+    try:
+        engine = load_engine(_relative(data.get("engine") or DEFAULT_ENGINE, base))
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: field 'engine': {exc}") from None
     return Scenario(
         name=str(data.get("name") or Path(where).stem), description=str(data.get("description", "")).strip(),
-        hardware=hw, model=model, tp=_num(data, "tp", where, 1, lo=1, hi=64, integer=True),
+        hardware=hw, model=model, tp=tp,
         weight_dtype=wd, kv_dtype=kd, objective=objective, slo_ms_per_token=slo,
         max_k=_num(data, "max_k", where, 8, lo=0, hi=32, integer=True),
         memory_utilization=_num(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
         drafts=drafts, buckets=buckets, arrival=arrival,
-        gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data,
+        gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data, engine=engine,
     )
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    return parse_scenario(read_mapping(Path(path)), str(path))
+    data = read_mapping(Path(path))
+    try:
+        return parse_scenario(data, str(path))
+    except SpecsimError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a field of an unexpected type: bad input
+        raise SpecsimError(f"{path}: malformed scenario ({type(exc).__name__}: {exc})") from None

@@ -15,6 +15,7 @@ Groups whose data fitted an engine parameter are marked "fit" (in-sample, data/f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specsim.engines.profile import EngineProfile
 from specsim.files import read_mapping
 from specsim.plan.grid import evaluate_grid
 from specsim.validation.corpus import STATED, load_corpus
@@ -107,7 +109,8 @@ def _stats(group: str, mode: str, rows: pd.DataFrame, stated: bool, role: str) -
                       int(base.size), float(np.median(base)) if base.size else np.nan)
 
 
-def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str) -> pd.DataFrame:
+def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str,
+            engines: Mapping[str, EngineProfile] | None = None) -> pd.DataFrame:
     g = grid.copy()
     if mode == "priors":
         g["acceptance_length"] = np.nan
@@ -115,7 +118,7 @@ def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str) -> pd.DataFrame
         g = g[g["acceptance_length"].notna()] if "acceptance_length" in g else g.iloc[:0]
     if g.empty:
         return pd.DataFrame(columns=["id", "mode", "predicted", "error"])
-    out = evaluate_grid(g)
+    out = evaluate_grid(g, engines)
     pub = corpus.set_index("id").loc[out["id"]]
     predicted = out["speedup"].to_numpy(dtype=float)
     published = pub["speedup"].to_numpy(dtype=float)
@@ -140,7 +143,8 @@ def _first_below_one(batches: np.ndarray, speedups: np.ndarray) -> int | None:
     return int(batches[below[0]]) if below.size else None
 
 
-def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame) -> list[Crossover]:
+def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame,
+                engines: Mapping[str, EngineProfile] | None = None) -> list[Crossover]:
     """Batch sweeps (>= 3 batches of one configuration) and where speculation stops paying."""
     pub = corpus.set_index("id")
     g = grid.assign(group=pub.loc[grid["id"], "group"].to_numpy(), dataset=pub.loc[grid["id"], "dataset"].astype(str)
@@ -155,12 +159,13 @@ def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame) -> list[Crossover]:
         dense = np.arange(int(batches.min()), int(batches.max()) + 1)
         probe = pd.DataFrame([sweep.iloc[0].to_dict()] * len(dense)).assign(batch=dense)
         probe = probe.drop(columns=["acceptance_length"], errors="ignore")
-        priors = evaluate_grid(probe)
+        priors = evaluate_grid(probe, engines)
         sp = priors["speedup"].to_numpy(dtype=float)
         # anchored: tokens per step scaled so the lowest batch reproduces the source (speedup is linear in it)
         scale = sweep["published"].iloc[0] / sp[0] if np.isfinite(sp[0]) and sp[0] > 0 else np.nan
         tps = priors["tokens_per_step"].to_numpy(dtype=float) * scale
-        anchored = evaluate_grid(probe.assign(acceptance_length=np.maximum(tps, 1.0)))["speedup"].to_numpy(dtype=float)
+        anchored = evaluate_grid(probe.assign(acceptance_length=np.maximum(tps, 1.0)), engines)["speedup"].to_numpy(
+            dtype=float)
         label = f"{key[0]}: {key[2]} {key[4]} k={key[5]} on {key[1]} ({key[3]})"
         out.append(Crossover(label, str(key[0]), tuple(int(b) for b in batches),
                              _first_below_one(batches, sweep["published"].to_numpy(dtype=float)),
@@ -168,15 +173,17 @@ def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame) -> list[Crossover]:
     return out
 
 
-def score(corpus: pd.DataFrame | None = None) -> PublishedReport:
-    """Price every priceable published result in both acceptance modes and summarise."""
+def score(corpus: pd.DataFrame | None = None, engines: Mapping[str, EngineProfile] | None = None,
+          crossovers: bool = True) -> PublishedReport:
+    """Price every priceable published result in both acceptance modes and summarise (`engines`
+    replaces bundled engine profiles by name)."""
     c = load_corpus() if corpus is None else corpus
     grid, unmapped = to_grid(c)
-    rows = pd.concat([_priced(grid, c, m) for m in MODES], ignore_index=True)
+    rows = pd.concat([_priced(grid, c, m, engines) for m in MODES], ignore_index=True)
     fits = fit_groups()
     stats = []
     for (group, mode), sel in rows.groupby(["group", "mode"], sort=True):
         ok = sel[sel["error"].notna()]
         stats.append(_stats(str(group), str(mode), ok, bool(sel["hardware_stated"].all()),
                             "fit" if group in fits else "check"))
-    return PublishedReport(rows, tuple(stats), tuple(_crossovers(grid, c)), unmapped)
+    return PublishedReport(rows, tuple(stats), tuple(_crossovers(grid, c, engines) if crossovers else ()), unmapped)

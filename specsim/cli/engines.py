@@ -1,0 +1,41 @@
+"""Commands about serving engines: `specsim engines list|show`."""
+
+from __future__ import annotations
+
+import pandas as pd
+import typer
+
+from specsim.cli._format import emit, emit_mapping
+from specsim.cli._options import Fmt
+from specsim.cli.main import app
+from specsim.engines.profile import available, load_engine
+
+engines_app = typer.Typer(help="Serving engines as specsim prices them: list and show.", no_args_is_help=True)
+app.add_typer(engines_app, name="engines")
+
+
+@engines_app.command("list")
+def engines_list(fmt: Fmt = "table") -> None:
+    """The bundled engine profiles (and version variants)."""
+    rows = []
+    for name in available():
+        e = load_engine(name)
+        rows.append({"name": name, "version": e.version, "cuda_graphs": e.cuda_graphs,
+                     "async_scheduling": e.async_scheduling, "speculative_step_sync": e.spec_sync,
+                     "drafting": e.draft_loop, "allreduce": e.allreduce, "description": e.description})
+    emit(pd.DataFrame(rows), fmt, "engine profiles")
+
+
+@engines_app.command("show")
+def engines_show(name: str, fmt: Fmt = "table") -> None:
+    """One engine profile (a bundled name or a YAML path): every figure and its source."""
+    e = load_engine(name)
+    data = e.to_dict()
+    sources = data.pop("sources")
+    flat: dict[str, object] = {}
+    for key, value in data.items():
+        flat[key] = value
+        if key in sources:
+            flat[f"  source of {key}"] = sources[key]
+    flat["profile file"] = e.source_path
+    emit_mapping(flat, fmt, f"engine: {e.name}")
