@@ -60,7 +60,7 @@ def test_an_eager_cycle_costs_its_counted_ops_and_the_ratio_is_the_op_ratio_when
     ar = (33 + 42 * 32) + 0.4 * (8 + 37 * 32)
     host = float(eager_cycle_host_s(hf, "eagle2", vicuna, 6))
     assert host == pytest.approx(cycle * hf.eager_op_us * 1e-6)
-    assert cycle / ar == pytest.approx(1.79, abs=0.01)
+    assert cycle / ar == pytest.approx(1.70, abs=0.01)  # 3143 / 1854 launch-equivalents
 
 
 def test_a_graphed_pass_is_its_kernels_at_the_padded_batch_plus_one_replay() -> None:
