@@ -217,11 +217,17 @@ class AcceptanceProfile:
     ``rates[i-1]`` is alpha_i, the rate of draft position i given positions < i were accepted.
     Positions beyond ``len(rates)`` use ``tail`` (an i.i.d. rate) if it is set; otherwise the
     profile only describes ``k <= len(rates)`` and asking for more is an error.
+
+    ``note`` says what a reader must know before trusting the profile (a prior's provenance and
+    band, a model used past the measured depth); ``prior`` marks a profile that comes from the
+    sourced catalogue rather than from the user's own measurement.
     """
 
     rates: tuple[float, ...] = ()
     tail: float | None = None
     source: str = "given"
+    note: str = ""
+    prior: bool = False
 
     def __post_init__(self) -> None:
         check_rates(np.asarray(self.rates, dtype=np.float64), "per-position acceptance rate")

@@ -12,8 +12,14 @@ Engines and their conventions (all "mean acceptance length" figures include the 
 * SGLang: gauge ``sglang:spec_accept_length`` = (accepted drafts + one bonus per forward) /
   forwards. Only a mean: a chain profile needs k (``sglang:spec_num_steps`` if the scrape has it,
   else the caller's k); the result is the i.i.d. alpha that reproduces that mean at that k.
-* TensorRT-LLM: gauge ``trtllm_spec_decode_acceptance_length``, a mean acceptance length; handled
-  like SGLang's.
+* TensorRT-LLM: per-position counters ``trtllm_spec_decode_drafted_tokens_total`` and
+  ``..._accepted_tokens_total`` labelled ``token_position`` (P(draft i accepted) = accepted_i /
+  drafted_i, unconditional like vLLM's), else the gauge ``trtllm_spec_decode_acceptance_length`` with
+  the counters ``..._num_draft_tokens_total`` / ``..._num_accepted_tokens_total`` (their ratio gives k).
+* SGLang's ``sglang:spec_accept_rate`` (accepted / proposed drafts) gives k = (length - 1) / rate.
+
+A window: ``read_metrics_window(before, after)`` differences the counters of two scrapes, so only
+the traffic between them counts (SGLang's gauges are already interval means: read from ``after``).
 
 Counters repeated under several label sets (engines, data-parallel ranks, models) are summed;
 gauges are averaged (they are already means).
@@ -30,7 +36,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -53,8 +59,14 @@ VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 SGLANG_LENGTH = "sglang:spec_accept_length"
 SGLANG_STEPS = "sglang:spec_num_steps"
+SGLANG_RATE = "sglang:spec_accept_rate"  # accepted drafts / proposed drafts (sglang metrics/collector.py)
 TRTLLM_LENGTH = "trtllm_spec_decode_acceptance_length"
-EXPECTED = f"{VLLM_DRAFTS} + {VLLM_ACCEPTED}, {SGLANG_LENGTH} or {TRTLLM_LENGTH}"
+TRTLLM_DRAFT_TOKENS = "trtllm_spec_decode_num_draft_tokens"  # counters, aggregate over positions
+TRTLLM_ACCEPTED_TOKENS = "trtllm_spec_decode_num_accepted_tokens"
+TRTLLM_POS_DRAFTED = "trtllm_spec_decode_drafted_tokens"  # counters with a token_position label
+TRTLLM_POS_ACCEPTED = "trtllm_spec_decode_accepted_tokens"
+EXPECTED = (f"{VLLM_DRAFTS} + {VLLM_ACCEPTED}, {TRTLLM_POS_DRAFTED}_total per token_position, {SGLANG_LENGTH} or "
+            f"{TRTLLM_LENGTH}")
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,7 @@ class MetricsReading:
     num_drafts: float | None = None
     draft_acceptance_rate: float | None = None
     source: str = ""
+    k_inferred: int | None = None  # k = (length - 1) / (accepted / drafted): used when no k is counted or given
 
     @property
     def convention(self) -> str:
@@ -129,7 +142,7 @@ class MetricsReading:
             return AcceptanceProfile.from_unconditional(
                 self.unconditional_rates, f"{where} (per-position, {self.engine})"
             )
-        kk = self.k if self.k is not None else k
+        kk = self.k if self.k is not None else k if k is not None else self.k_inferred
         if kk is None:
             raise SpecsimError(
                 f"{where}: {self.engine} gives only a mean acceptance length "
@@ -143,9 +156,66 @@ class MetricsReading:
             raise SpecsimError(f"{where}: {exc}") from None
 
 
+def _check_samples(samples: list[Sample], source: str) -> None:
+    for smp in samples:
+        if smp.name.startswith(("vllm:spec_decode", "sglang:spec", "trtllm_spec")) and not (
+                math.isfinite(smp.value) and smp.value >= 0):
+            raise SpecsimError(f"{source}: {smp.name} is {smp.value:g}; expected a finite number >= 0")
+
+
 def read_metrics(text: str, source: str = "metrics") -> MetricsReading:
-    """Turn a Prometheus scrape into a ``MetricsReading`` (vLLM counters preferred, then SGLang, TRT-LLM)."""
+    """Turn a Prometheus scrape into a ``MetricsReading`` (vLLM counters preferred, then TRT-LLM's
+    per-position counters, then SGLang's and TRT-LLM's gauges). Cumulative since the engine started;
+    ``read_metrics_window`` measures a window between two scrapes."""
     samples = parse_prometheus(text)
+    _check_samples(samples, source)
+    return reading_from_samples(samples, source)
+
+
+def _is_counter(name: str) -> bool:
+    return name.endswith("_total") or name in (VLLM_DRAFTS, VLLM_DRAFT_TOKENS, VLLM_ACCEPTED, VLLM_PER_POS)
+
+
+def window_samples(before: list[Sample], after: list[Sample], source: str = "window") -> list[Sample]:
+    """Counters as ``after - before`` per series (name and labels); gauges as ``after`` (they are already
+    means over the engine's last logging interval). A counter that went down was reset (an engine
+    restart): the window is refused rather than guessed."""
+    prior = {(s.name, s.labels): s.value for s in before}
+    out = []
+    for s in after:
+        if _is_counter(s.name):
+            v = s.value - prior.get((s.name, s.labels), 0.0)
+            if v < -1e-9:
+                raise SpecsimError(f"{source}: counter {s.name}{dict(s.labels)} went down between the scrapes "
+                                   f"({prior[(s.name, s.labels)]:g} -> {s.value:g}): the engine restarted; "
+                                   "scrape again")
+            out.append(Sample(s.name, s.labels, max(v, 0.0)))
+        else:
+            out.append(s)
+    return out
+
+
+def read_metrics_window(before: str, after: str, source: str = "window") -> MetricsReading:
+    """Acceptance over the window between two scrapes of the same engine's /metrics (before, after):
+    the counters' differences, so traffic before the window (warm-up, other workloads) does not count.
+    SGLang exposes gauges only (means over its last logging interval): those are read from ``after``."""
+    b, a = parse_prometheus(before), parse_prometheus(after)
+    _check_samples(b, f"{source} (before)")
+    _check_samples(a, f"{source} (after)")
+    reading = reading_from_samples(window_samples(b, a, source), source)
+    return reading
+
+
+def load_metrics_window(before: str | Path, after: str | Path) -> MetricsReading:
+    """``read_metrics_window`` of two scrape files."""
+    from specsim.files import read_text
+
+    pb, pa = Path(before), Path(after)
+    return read_metrics_window(read_text(pb), read_text(pa), f"{pb} -> {pa}")
+
+
+def reading_from_samples(samples: list[Sample], source: str) -> MetricsReading:
+    """A ``MetricsReading`` from parsed samples (one scrape, or a window's differences)."""
     drafts = _series(samples, VLLM_DRAFTS)
     accepted = _series(samples, VLLM_ACCEPTED)
     if drafts and accepted:
@@ -175,6 +245,9 @@ def read_metrics(text: str, source: str = "metrics") -> MetricsReading:
             draft_acceptance_rate=(n_accepted / n_draft_tokens) if n_draft_tokens else None,
             source=source,
         )
+    trt = _trtllm_per_position(samples, source)
+    if trt is not None:
+        return trt
     for engine, name in (("sglang", SGLANG_LENGTH), ("trtllm", TRTLLM_LENGTH)):
         gauges = _series(samples, name)
         if gauges:
@@ -185,8 +258,47 @@ def read_metrics(text: str, source: str = "metrics") -> MetricsReading:
                 raise SpecsimError(
                     f"{source}: {name} = {mean:g}; a mean acceptance length is >= 1 (it includes the bonus token)"
                 )
-            return MetricsReading(engine=engine, mean_length=mean, k=k, source=source)
+            rate = _draft_rate(samples, engine)
+            # accepted / drafted = (L - 1) / k for a chain, so k = (L - 1) / rate
+            inferred = max(1, round((mean - 1.0) / rate)) if rate and mean > 1.0 else None
+            return MetricsReading(engine=engine, mean_length=mean, k=k, draft_acceptance_rate=rate, source=source,
+                                  k_inferred=inferred)
     raise SpecsimError(f"{source}: no speculative-decoding metrics found (expected {EXPECTED})")
+
+
+def _draft_rate(samples: list[Sample], engine: str) -> float | None:
+    """accepted / drafted tokens: SGLang's gauge sglang:spec_accept_rate, TRT-LLM's two counters."""
+    if engine == "sglang":
+        rates = _series(samples, SGLANG_RATE)
+        return sum(s.value for s in rates) / len(rates) if rates else None
+    drafted = sum(s.value for s in _series(samples, TRTLLM_DRAFT_TOKENS))
+    accepted = sum(s.value for s in _series(samples, TRTLLM_ACCEPTED_TOKENS))
+    return accepted / drafted if drafted > 0 else None
+
+
+def _trtllm_per_position(samples: list[Sample], source: str) -> MetricsReading | None:
+    """TensorRT-LLM's per-position counters (``..._drafted_tokens_total`` / ``..._accepted_tokens_total``
+    with a ``token_position`` label): P(draft i accepted) = accepted_i / drafted_i, positions in order;
+    the steps are the drafts at the first position, so the mean length is 1 + sum of those rates."""
+    drafted: dict[int, float] = defaultdict(float)
+    accepted: dict[int, float] = defaultdict(float)
+    for name, into in ((TRTLLM_POS_DRAFTED, drafted), (TRTLLM_POS_ACCEPTED, accepted)):
+        for smp in _series(samples, name):
+            pos = smp.label("token_position")
+            if pos is None:
+                continue
+            if not pos.isdigit():
+                raise SpecsimError(f"{source}: {name} sample with a non-numeric token_position {pos!r}")
+            into[int(pos)] += smp.value
+    if not drafted:
+        return None
+    positions = sorted(drafted)
+    if drafted[positions[0]] <= 0:
+        raise SpecsimError(f"{source}: {TRTLLM_POS_DRAFTED} is 0 at the first position (no drafts recorded)")
+    rates = tuple(min(1.0, accepted.get(p, 0.0) / drafted[p]) if drafted[p] > 0 else 0.0 for p in positions)
+    return MetricsReading(engine="trtllm", mean_length=1.0 + sum(rates), k=len(rates), unconditional_rates=rates,
+                          num_drafts=drafted[positions[0]], draft_acceptance_rate=_draft_rate(samples, "trtllm"),
+                          source=source)
 
 
 def load_metrics(path: str | Path) -> MetricsReading:
@@ -266,22 +378,18 @@ def _profile_from_mapping(data: dict[str, Any], where: str, k: int | None) -> Ac
 
 def load_acceptance(path: str | Path, k: int | None = None) -> AcceptanceProfile:
     """An AcceptanceProfile from a file: Prometheus scrape, histogram CSV, or YAML/JSON mapping."""
-    import yaml
+
+    from specsim.files import load_structured, read_text
 
     p = Path(path)
-    if not p.is_file():
-        raise SpecsimError(f"{p}: no such file")
-    text = p.read_text(encoding="utf-8", errors="replace")
+    text = read_text(p)  # refuses folders, devices, binary and non-UTF-8 files
     where = str(p)
     try:
         if _looks_like_prometheus(text):
             return read_metrics(text, where).profile(k)
         if p.suffix.lower() == ".csv":
             return _profile_from_csv(text, where)
-        try:
-            data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-        except (yaml.YAMLError, json.JSONDecodeError) as exc:
-            raise SpecsimError(f"not valid YAML/JSON: {str(exc).splitlines()[0]}") from None
+        data = load_structured(text, where, "json" if p.suffix.lower() == ".json" else "yaml")
         if not isinstance(data, dict):
             raise SpecsimError(
                 f"no speculative-decoding metrics or acceptance mapping found (expected {EXPECTED}, "

@@ -23,10 +23,9 @@ token). For a chain ``probs[d-1, 0] = alpha_d`` and this is the chain formula.
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
@@ -278,6 +277,31 @@ def sibling_probs_multicandidate(p: ArrayLike, q: ArrayLike, max_rank: int) -> F
     return out
 
 
+#: Sibling-rank decay of the acceptance hazard (``sibling_probs_hazard``). 0.6 reproduces EAGLE's
+#: static 25-node tree from its own chain on the same head (Li et al. 2024, EAGLE, Table 5 chain-5
+#: tau 3.20 and Table 2 tree tau 3.94, Vicuna-7B, MT-bench, T=0: 3.96 with 0.6). Independent checks:
+#: Medusa head-1 top-5 accuracy 0.78 against top-1 0.56 (FasterDecoding/Medusa assets/medusa_acc.csv)
+#: implies 0.55; Sequoia's acceptance-rate vector (0.634, 0.108, 0.057, ...) implies about 0.5.
+SIBLING_HAZARD_DECAY = 0.6
+
+
+def sibling_probs_hazard(depth_rates: ArrayLike, max_rank: int, decay: float = SIBLING_HAZARD_DECAY) -> FloatArray:
+    """``probs[d, r]``: rank r is tried only when ranks < r failed, and then passes with ``a_d decay^r``.
+
+    The hazard model behind specsim's chain <-> tree conversion: rank 0 passes with the chain rate
+    ``a_d`` (so a chain evaluates exactly as the chain formula), and each further sibling is less
+    likely to be the target's token than the one before: ``P(rank r) = h_r prod_{j<r} (1 - h_j)`` with
+    ``h_r = a_d decay^r``. ``decay = 1`` is ``sibling_probs_independent``. Leading axes broadcast.
+    """
+    if not 0.0 <= decay <= 1.0:
+        raise SpecsimError(f"sibling hazard decay must lie in [0, 1], got {decay:g}")
+    a = check_rates(depth_rates)[..., :, None]
+    hazard = a * decay ** np.arange(max_rank)
+    survive = np.cumprod(1.0 - hazard, axis=-1)
+    before = np.concatenate([np.ones((*survive.shape[:-1], 1)), survive[..., :-1]], axis=-1)
+    return hazard * before
+
+
 # ---------------------------------------------------------------------------------------------
 # best trees
 # ---------------------------------------------------------------------------------------------
@@ -468,6 +492,61 @@ def eagle2_tree(probs: ArrayLike, topk: int, depth: int, num_nodes: int) -> Tree
     return Tree(tuple(parents))
 
 
+def eagle2_expected_tokens(probs: ArrayLike, topk: int, depth: int, num_nodes: int) -> FloatArray:
+    """Expected tokens per step of ``eagle2_tree(probs, topk, depth, num_nodes)`` without building it.
+
+    The kept nodes are the ``num_nodes`` candidates of largest path probability, so the expectation
+    is 1 + their sum (Sequoia's F(T)). Vectorised over leading axes of ``probs`` (shape (..., D, R)):
+    one call evaluates a whole grid of acceptance profiles, which is what fitting a catalogue of
+    tree-measured means needs.
+    """
+    if topk < 1 or depth < 0 or num_nodes < 0:
+        raise SpecsimError("eagle2 tree needs topk >= 1, depth >= 0, num_nodes >= 0")
+    pr = check_rates(probs, "tree acceptance probability")
+    if pr.ndim < 2:
+        pr = np.repeat(pr[None, :], max(1, depth), axis=0)
+    lead, (D, R) = pr.shape[:-2], pr.shape[-2:]
+    width = np.zeros((*lead, max(D, depth), topk))
+    width[..., :D, : min(R, topk)] = pr[..., :, :topk]
+    frontier = np.ones((*lead, 1))
+    layers = []
+    for d in range(depth):
+        # each frontier node's top-k children; the next frontier is the best topk of them
+        values = (frontier[..., :, None] * width[..., d, None, :]).reshape(*lead, -1)
+        layers.append(values)
+        frontier = -np.sort(-values, axis=-1)[..., :topk]
+    if not layers or num_nodes == 0:
+        return np.ones(lead)
+    allv = -np.sort(-np.concatenate(layers, axis=-1), axis=-1)
+    return 1.0 + allv[..., :num_nodes].sum(axis=-1)
+
+
+# Static trees published with the methods (node paths as sibling ranks, Medusa's "choices" format).
+#: EAGLE-1 default tree: SafeAILab/EAGLE eagle/model/choices.py ``mc_sim_7b_63`` (25 nodes, depth 5).
+EAGLE1_TREE_PATHS: tuple[tuple[int, ...], ...] = (
+    (0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (0, 0, 0), (0, 0, 1),
+    (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0), (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
+    (0, 0, 0, 0, 0), (0, 0, 0, 0, 1))
+#: Medusa's default sparse tree: FasterDecoding/Medusa medusa/model/medusa_choices.py ``mc_sim_7b_63``
+#: (63 nodes + root = the 64-node tree of Cai et al. 2024, depth 4).
+MEDUSA_TREE_PATHS: tuple[tuple[int, ...], ...] = (
+    (0,), (0, 0), (1,), (0, 1), (2,), (0, 0, 0), (1, 0), (0, 2), (3,), (0, 3), (4,), (0, 4), (2, 0), (0, 5),
+    (0, 0, 1), (5,), (0, 6), (6,), (0, 7), (0, 1, 0), (1, 1), (7,), (0, 8), (0, 0, 2), (3, 0), (0, 9), (8,), (9,),
+    (1, 0, 0), (0, 2, 0), (1, 2), (0, 0, 3), (4, 0), (2, 1), (0, 0, 4), (0, 0, 5), (0, 0, 0, 0), (0, 1, 1),
+    (0, 0, 6), (0, 3, 0), (5, 0), (1, 3), (0, 0, 7), (0, 0, 8), (0, 0, 9), (6, 0), (0, 4, 0), (1, 4), (7, 0),
+    (0, 1, 2), (2, 0, 0), (3, 1), (2, 2), (8, 0), (0, 5, 0), (1, 5), (1, 0, 1), (0, 2, 1), (9, 0), (0, 6, 0),
+    (0, 0, 0, 1), (1, 6), (0, 7, 0))
+
+
+@cache
+def static_tree(name: str) -> Tree:
+    """A published static tree by name: ``eagle1`` (25 nodes) or ``medusa`` (63 nodes)."""
+    paths = {"eagle1": EAGLE1_TREE_PATHS, "medusa": MEDUSA_TREE_PATHS}.get(name)
+    if paths is None:
+        raise SpecsimError(f"unknown static tree {name!r} (known: eagle1, medusa)")
+    return Tree.from_paths(paths)
+
+
 # ---------------------------------------------------------------------------------------------
 # tree files
 # ---------------------------------------------------------------------------------------------
@@ -488,16 +567,12 @@ def load_tree(path: str | Path) -> TreeSpec:
     Optional ``acceptance``: a list of lists, ``acceptance[d][r]`` = P(rank-r child at depth d+1 is
     accepted | parent accepted), or one list used at every depth.
     """
-    import yaml
+    from specsim.files import read_structured  # refuses folders, binary, non-UTF-8 and deeply nested files
 
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise SpecsimError(f"{p}: no such tree file")
-    text = p.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise SpecsimError(f"{p}: not valid YAML/JSON: {str(exc).splitlines()[0]}") from None
+    data = read_structured(p)
     if isinstance(data, list):
         data = {"parents": data}
     if not isinstance(data, dict) or not ({"parents", "paths"} & set(data)):

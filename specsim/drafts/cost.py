@@ -76,6 +76,14 @@ def draft_time_s(d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelS
         # Fuse target features into the draft input: 2h -> h (EAGLE-1/2, MTP's projection), 3h -> h (EAGLE-3).
         fuse_in = (3 if d.method == "eagle3" else 2) * target.hidden
         tree_ops = e.draft_tree_ops
+    elif d.method in ("p_eagle", "dflash", "dspark"):
+        # --- parallel drafters (acceptance issue #10) ---
+        # P-EAGLE / DFlash / DSpark draft all k tokens in ONE pass of a `draft_layers`-deep drafter at
+        # the target's width, over the verified positions and the k-token block, on the target's fused
+        # features (2h -> h): "drafting cost stays flat as the block deepens" (vLLM P-EAGLE post).
+        drafter = dataclasses.replace(head_model(target), n_layers=d.draft_layers or 1,
+                                      name=f"{target.name}-{d.method}")
+        dtp, width, fuse_in, tree_ops = tp, 1.0, 2 * target.hidden, 0.0
     else:
         raise SpecsimError(f"unknown draft method '{d.method}' (known: {', '.join(METHODS)})")
 
@@ -88,7 +96,7 @@ def draft_time_s(d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelS
 
     extend = one_pass(kk + 1.0)
     rest = kk - 1.0 if e.draft_loop == "extend_then_decode" else kk
-    if e.draft_loop == "one_pass":
+    if e.draft_loop == "one_pass" or d.is_parallel:  # parallel drafters: the one pass above is all
         rest = np.zeros(b.shape)
     more = np.where(rest > 0, rest * one_pass(width), 0.0)
     return np.where(on, extend + more, 0.0)
@@ -113,6 +121,11 @@ def memory_bytes_per_gpu(d: Draft, target: ModelSpec, batch: ArrayLike, context_
         w += (3 if d.method == "eagle3" else 2) * target.hidden**2 * wb / tp
         kv = b * head.kv_bytes_per_sequence(ctx, kv_dtype, tp)
         return np.full(b.shape, w), kv
+    if d.is_parallel:  # parallel drafters (issue #10): draft_layers target-width layers + the 2h -> h fusion
+        head = dataclasses.replace(head_model(target), n_layers=d.draft_layers or 1)
+        c = head.param_counts()
+        w = (c["attention"] + c["dense_mlp"] + c["experts"] + 2 * target.hidden**2) * wb / tp
+        return np.full(b.shape, w), b * head.kv_bytes_per_sequence(ctx, kv_dtype, tp)
     if d.method == "medusa":
         w = 5 * (target.hidden**2 + target.hidden * target.vocab) * wb / tp
         return np.full(b.shape, w), np.zeros(b.shape)

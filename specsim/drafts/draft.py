@@ -5,33 +5,61 @@ target (forward.py), never from a constant ratio.
 Methods (seed chapter, "Choosing a draft"; vLLM / SGLang / TensorRT-LLM method names in ENGINE_*):
   none          plain decoding (k = 0)
   draft_model   a smaller model sharing the tokenizer: k sequential passes of B tokens, own KV cache
-  ngram, suffix prompt lookup / suffix decoding: host-side matching, no GPU weights
+  ngram         prompt lookup: host-side n-gram matching against the prompt and output
+  suffix        suffix decoding (Oliaro et al. 2025, Arctic Inference): host-side suffix trees over
+                this request and earlier outputs; its own acceptance, not prompt lookup's
   medusa        k heads on the last hidden state, all evaluated in one pass (Cai et al. 2024)
   eagle, eagle2, eagle3
                 one decoder layer at target width on target features + an LM head, run k times
                 in sequence (Li et al. 2024, 2025); EAGLE-3 has a reduced draft vocabulary
   mtp           DeepSeek-V3 multi-token-prediction module(s): one full layer + projection, reused
   lookahead     Jacobi-style lookahead decoding: no draft model, more tokens per verification
+  p_eagle, dflash, dspark
+                parallel drafters: all k drafts from ONE forward pass of a small drafter over k
+                tokens per sequence (vLLM P-EAGLE / DFlash / DSpark posts: drafting cost flat in k);
+                acceptance per position (the positional decay lives in the prior)
+
+Acceptance is a chain of conditional per-depth rates (``AcceptanceProfile``). A tree (topk > 1 and a
+node budget) is evaluated from those rates explicitly: siblings by the hazard model
+``trees.sibling_probs_hazard``, the tree by EAGLE-2's construction (``trees.eagle2_tree``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.acceptance.chain import AcceptanceProfile
-from specsim.acceptance.trees import Tree, chain, eagle2_tree, sibling_probs_independent
+from specsim.acceptance.trees import Tree, chain, eagle2_expected_tokens, eagle2_tree, sibling_probs_hazard
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 
-METHODS = ("none", "draft_model", "ngram", "suffix", "medusa", "eagle", "eagle2", "eagle3", "mtp", "lookahead")
+if TYPE_CHECKING:
+    from specsim.acceptance.priors import PriorMatch
+
+PARALLEL_METHODS = ("p_eagle", "dflash", "dspark")
+TREE_METHODS = ("eagle", "eagle2", "eagle3", "medusa")
+METHODS = ("none", "draft_model", "ngram", "suffix", "medusa", "eagle", "eagle2", "eagle3", "mtp", "lookahead",
+           *PARALLEL_METHODS)
+#: Layers of a parallel drafter: P-EAGLE 4 (amazon/GPT-OSS-20B-P-EAGLE, "4-layer"), DFlash 5
+#: (poolside/Laguna-XS.2-speculator.dflash, "5-layer"), DSpark 1 (a head shipped in the target's
+#: checkpoint, as MTP; an assumption: the posts do not give its depth).
+PARALLEL_LAYERS = {"p_eagle": 4, "dflash": 5, "dspark": 1}
+
+
+def max_tree_nodes(topk: int, depth: int) -> int:
+    """Candidates of an EAGLE-2-style tree (trees.eagle2_tree): topk + (depth - 1) topk^2."""
+    return 0 if depth <= 0 else int(topk + (depth - 1) * topk * topk)
 
 
 @dataclass(frozen=True)
 class Draft:
-    """One draft method with its settings; `acceptance` defaults to the method's published prior."""
+    """One draft method with its settings; `acceptance` defaults to the method's sourced prior,
+    whose low / high cases travel in `prior` (None when the acceptance was given or measured)."""
 
     method: str
     acceptance: AcceptanceProfile
@@ -43,6 +71,9 @@ class Draft:
     num_draft_tokens: int | None = None  # tree budget (nodes, root excluded); None = chain
     window: int = 7  # lookahead: window W and guess-set G sizes (Fu et al. 2024 defaults)
     guesses: int = 7
+    draft_layers: int | None = None  # parallel drafters: layers of the drafter (PARALLEL_LAYERS)
+    trees: bool = True  # the planner may choose a tree (tree-capable methods only)
+    prior: PriorMatch | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -59,25 +90,59 @@ class Draft:
     def is_tree(self) -> bool:
         return self.topk > 1 and self.num_draft_tokens is not None
 
+    @property
+    def is_parallel(self) -> bool:
+        return self.method in PARALLEL_METHODS
+
+    @property
+    def can_tree(self) -> bool:
+        """Whether the planner may search trees for this draft (EAGLE-2/3 and Medusa style drafters)."""
+        return self.method in TREE_METHODS and self.trees
+
+    @property
+    def acceptance_note(self) -> str:
+        """What a reader must know about this draft's acceptance ("" for a plain measured one)."""
+        return self.acceptance.note
+
+    def with_tree(self, topk: int, num_draft_tokens: int | None) -> Draft:
+        """The same draft drafting a tree of (topk, nodes); topk 1 or no budget = a chain."""
+        if topk <= 1 or num_draft_tokens is None:
+            return dataclasses.replace(self, topk=1, num_draft_tokens=None)
+        return dataclasses.replace(self, topk=int(topk), num_draft_tokens=int(num_draft_tokens))
+
+    def band(self, which: str) -> Draft:
+        """This draft with the prior's low / central / high acceptance (itself when not a prior)."""
+        if self.prior is None or which == "central":
+            return self
+        return dataclasses.replace(self, acceptance=self.prior.profile(which))
+
     # acceptance ----------------------------------------------------------------------------
+    def nodes(self, k: int) -> int:
+        """Draft nodes verified at depth k: the budget, at most the candidates an EAGLE-2 / SGLang tree
+        of depth k holds (topk at the first level, topk^2 at each further one: each of the topk frontier
+        nodes proposes topk children)."""
+        if not self.is_tree:
+            return k
+        return int(min(self.num_draft_tokens or k, max_tree_nodes(self.topk, k)))
+
     def tree(self, k: int, alpha_scale: float = 1.0) -> Tree:
         """The draft tree at depth k (a chain unless topk > 1)."""
         if not self.is_tree or k == 0:
             return chain(k)
-        probs = sibling_probs_independent(self.rates(k, alpha_scale), self.topk)
-        return eagle2_tree(probs, self.topk, k, min(self.num_draft_tokens or k, self.topk * k))
+        probs = sibling_probs_hazard(self.rates(k, alpha_scale), self.topk)
+        return eagle2_tree(probs, self.topk, k, self.nodes(k))
 
     def rates(self, k: int, alpha_scale: float = 1.0) -> Array:
         return np.clip(self.acceptance.rates_for(k) * alpha_scale, 0.0, 1.0)
 
     def tokens_per_step(self, k: int, alpha_scale: float = 1.0) -> float:
-        """Expected tokens per step at depth k (chain formula, or Sequoia tree expectation)."""
+        """Expected tokens per step at depth k (chain formula, or the tree's expectation)."""
         if self.method == "none" or k == 0:
             return 1.0
-        if self.is_tree:
-            probs = sibling_probs_independent(self.rates(k, alpha_scale), self.topk)
-            return float(self.tree(k, alpha_scale).expected_tokens(probs))
         rates = self.rates(k, alpha_scale)
+        if self.is_tree:
+            probs = sibling_probs_hazard(rates, self.topk)
+            return float(eagle2_expected_tokens(probs, self.topk, k, self.nodes(k)))
         return float(1.0 + np.cumprod(rates).sum())
 
     def verify_tokens_per_seq(self, k: ArrayLike) -> Array:
@@ -88,5 +153,6 @@ class Draft:
             # verification branch (G x (N-1)) plus the current token, with N - 1 = k (Fu et al. 2024 §3).
             return np.where(kk > 0, 1.0 + (self.window + self.guesses) * kk, 1.0)
         if self.is_tree:
-            return np.where(kk > 0, 1.0 + np.minimum(self.num_draft_tokens or 0, self.topk * kk), 1.0)
+            cap = self.topk + np.maximum(kk - 1.0, 0.0) * self.topk**2
+            return np.where(kk > 0, 1.0 + np.minimum(self.num_draft_tokens or 0, cap), 1.0)
         return kk + 1.0

@@ -1,53 +1,29 @@
-"""Published acceptance priors per draft method (used when a scenario gives no measured acceptance)."""
+"""A draft's default acceptance: the sourced prior from ``specsim.acceptance.priors`` (used when a
+scenario or a command gives no measured acceptance). The catalogue, the lookup, the tree <-> chain
+conversion and the draft-model pair model live there; this module only asks the right question
+for a draft method."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
+from specsim.acceptance.chain import AcceptanceProfile
+from specsim.acceptance.priors import PriorMatch, chain_shape, lookup
 
-from specsim.acceptance.chain import AcceptanceProfile, alpha_from_mean_tokens
-
-
-@dataclass(frozen=True)
-class Prior:
-    """A published mean acceptance length (tokens per step, bonus included) at a draft depth."""
-
-    mean_tokens: float
-    depth: int
-    decay: float  # per-position multiplicative decay of the conditional rate (1 = i.i.d.)
-    source: str
+#: Reference draft length of each method's prior: where it is chosen and its band is drawn (the
+#: engines' usual settings: vLLM/SGLang EAGLE chains 3-5, MTP 1-3, n-gram 4, draft models 4-5).
+REFERENCE_K = {"mtp": 3, "eagle3": 4, "eagle": 4, "eagle2": 4, "medusa": 4, "draft_model": 4, "ngram": 4,
+               "suffix": 4, "lookahead": 4, "p_eagle": 7, "dflash": 7, "dspark": 7}
 
 
-# Published acceptance priors. Spec-Bench leaderboard (hemingkx/Spec-Bench Leaderboard.md; A100,
-# Vicuna-7B, greedy, batch 1) mean accepted tokens per step; depths are each method's default
-# draft depth in that benchmark (an assumption where the leaderboard does not state it). Tree
-# methods reached their mean with a tree: treating it as a chain of that depth is optimistic, so
-# measure and override (`acceptance:` in a scenario, or a /metrics scrape) before trusting a plan.
-PRIORS: dict[str, Prior] = {
-    "draft_model": Prior(2.28, 4, 1.0, "Spec-Bench SpS 2.28 tokens/step (Vicuna-68M draft), assumed k=4"),
-    "ngram": Prior(1.75, 4, 1.0, "Spec-Bench PLD 1.75 tokens/step, assumed k=4; a workload property"),
-    "suffix": Prior(1.75, 4, 1.0, "as prompt lookup (Spec-Bench PLD 1.75); a workload property"),
-    "medusa": Prior(2.31, 5, 0.85, "Spec-Bench Medusa 2.31 tokens/step, 5 heads, rates decaying x0.85 per head"),
-    "eagle": Prior(3.58, 5, 1.0, "Spec-Bench EAGLE 3.58 tokens/step at tree depth 5"),
-    "eagle2": Prior(4.34, 6, 1.0, "Spec-Bench EAGLE-2 4.34 tokens/step at tree depth 6"),
-    "eagle3": Prior(5.6, 7, 1.0, "EAGLE-3 paper: ~1.3x EAGLE-2's acceptance length (5.6 at depth 7 assumed)"),
-    "mtp": Prior(1.875, 1, 0.9, "DeepSeek-V3 report: second-token acceptance 85-90% (0.875), x0.9 per reuse"),
-    "lookahead": Prior(1.64, 4, 1.0, "Spec-Bench Lookahead 1.64 tokens/step, n-gram size 5 (k=4)"),
-}
-
-def prior_profile(method: str) -> AcceptanceProfile:
-    """The documented default acceptance of a method: decaying conditional rates fitted to the prior."""
-    p = PRIORS[method]
-    if p.decay == 1.0:
-        return AcceptanceProfile((), float(alpha_from_mean_tokens(p.mean_tokens, p.depth)), p.source)
-    # solve a1 so that 1 + sum_i prod_{j<=i} a1 decay^(j-1) = mean at depth (bisection; monotone in a1)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        a1 = (lo + hi) / 2
-        rates = a1 * p.decay ** np.arange(p.depth)
-        lo, hi = (a1, hi) if 1 + np.cumprod(rates).sum() < p.mean_tokens else (lo, a1)
-    rates = tuple(float(a1 * p.decay**i) for i in range(32))
-    return AcceptanceProfile(rates, float(rates[-1]), p.source)
+def prior_match(method: str, target: Any, draft: Any = None, task: str | None = None,
+                temperature: float | None = None) -> PriorMatch:
+    """The prior for a draft method on a target (``draft``: the draft model, or a head's checkpoint name)."""
+    return lookup(method, target=target, draft=draft, task=task, temperature=temperature,
+                  shape=chain_shape(REFERENCE_K.get(method, 4)))
 
 
+def prior_profile(method: str, target: Any, draft: Any = None, task: str | None = None,
+                  temperature: float | None = None) -> AcceptanceProfile:
+    """The central acceptance profile of ``prior_match`` (32 explicit positions, a note, no flat tail)."""
+    return prior_match(method, target, draft, task, temperature).profile("central")

@@ -2,7 +2,8 @@
 
 `evaluate_grid` takes a table whose columns are named as `specsim evaluate`'s flags (hardware, model,
 tp, engine, draft, k, topk, num_draft_tokens, draft_tp, batch, context, weight_dtype, kv_dtype,
-alpha, acceptance_length; blank = default; other columns carried through) and adds the step
+alpha, acceptance_length, and task / temperature / checkpoint for the acceptance prior; blank =
+default; other columns carried through) and adds the step
 economics of every row. Rows sharing a setup (everything but k, batch, context and acceptance) go
 through one `plan.evaluate.step_arrays` call, so 10,000 questions cost a few numpy calls. A row that
 cannot be evaluated gets its reason in `error` and blank outputs; a configuration that does not fit
@@ -33,13 +34,13 @@ INPUTS: dict[str, Any] = {
     "hardware": None, "model": None, "tp": 1, "engine": "", "draft": "none", "k": None, "topk": 1,
     "num_draft_tokens": None, "draft_tp": None, "batch": 1, "context": 1024, "weight_dtype": "bf16",
     "kv_dtype": "bf16", "alpha": None, "acceptance_length": None, "window": None, "guesses": None,
-    "check_memory": True,
+    "check_memory": True, "task": None, "temperature": None, "checkpoint": None,
 }
 #: Columns `evaluate_grid` adds.
 OUTPUTS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "baseline_step_ms", "speedup", "throughput_tok_s",
            "ms_per_token", "memory_gib", "memory_capacity_gib", "acceptance_source", "error")
 SETUP = ("hardware", "model", "tp", "engine", "draft", "topk", "num_draft_tokens", "draft_tp", "weight_dtype",
-         "kv_dtype", "window", "guesses", "check_memory")
+         "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint")
 ALIASES = {"dtype": "weight_dtype", "acceptance-length": "acceptance_length", "tau": "acceptance_length"}
 
 
@@ -83,7 +84,21 @@ def _setup(row: pd.Series, engines: Mapping[str, EngineProfile] | None = None) -
     for key in ("topk", "num_draft_tokens", "draft_tp", "window", "guesses"):
         if not _blank(row[key]):
             spec[key] = _int(row[key], key, 1)
-    return t, make_draft(spec, model, "draft")
+    if not _blank(row["checkpoint"]):
+        spec["checkpoint"] = str(row["checkpoint"]).strip()
+    task = None if _blank(row["task"]) else str(row["task"]).strip()
+    temperature = None if _blank(row["temperature"]) else _float(row["temperature"], "temperature")
+    return t, make_draft(spec, model, "draft", task=task, temperature=temperature)
+
+
+def _float(value: Any, name: str) -> float:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise SpecsimError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not (np.isfinite(f) and f >= 0):
+        raise SpecsimError(f"{name} must be a number >= 0, got {value!r}")
+    return f
 
 
 def _int(value: Any, name: str, lo: int) -> int:

@@ -1,5 +1,12 @@
 """A plan as data people and programs read: the one-sentence recommendation, the JSON record,
-the Markdown view. Reports and the CLI render from here so their numbers agree."""
+the Markdown view. Reports and the CLI render from here so their numbers agree.
+
+Headlines compare like with like: a load-bucket plan compares each bucket at its own batch; an
+arrival-rate plan compares the same arrival rate (concurrency follows from Little's law) and
+states the same-batch speedup beside it. Wherever a prior decided the answer the recommendation
+says whether it holds across the prior's acceptance band or depends on acceptance ("measure
+first").
+"""
 
 from __future__ import annotations
 
@@ -10,37 +17,80 @@ from specsim.plan.optimize import FIELDS, Plan
 
 NAMES = {"none": "no speculation", "draft_model": "a draft model", "ngram": "prompt lookup (n-gram)",
          "suffix": "suffix decoding", "medusa": "Medusa", "eagle": "EAGLE", "eagle2": "EAGLE-2",
-         "eagle3": "EAGLE-3", "mtp": "MTP", "lookahead": "lookahead decoding"}
+         "eagle3": "EAGLE-3", "mtp": "MTP", "lookahead": "lookahead decoding", "p_eagle": "P-EAGLE",
+         "dflash": "DFlash", "dspark": "DSpark"}
 
 
 def _draft(plan: Plan) -> Any:
     return next((d for d in plan.scenario.drafts if d.label == plan.draft_label), None)
 
 
+def _shape(seg: dict[str, Any]) -> str:
+    """'k = 4' for a chain, 'tree topk 4 x 16 nodes, depth 5' for a tree."""
+    if seg.get("num_draft_tokens"):
+        return f"tree topk {seg['topk']} x {seg['num_draft_tokens']} nodes, depth {seg['k']}"
+    return f"k = {seg['k']}"
+
+
+def band_sentence(plan: Plan) -> str:
+    """'holds across the acceptance band (+12% to +40%)' or 'depends on acceptance: ... measure first'."""
+    band = plan.band
+    if not band:
+        return ""
+    lo, hi = band["low"], band["high"]
+    arrival = plan.arrival is not None
+    latency = arrival or plan.scenario.objective == "latency"
+
+    def fmt(g: float) -> str:
+        return f"{g:.2f}x" if latency else f"{(g - 1) * 100:+.0f}%"
+
+    if band["robust"]:
+        return (f"holds across the prior's acceptance band ({fmt(lo['gain'])} at its low end, {fmt(hi['gain'])} at "
+                "its high end)")
+    parts = []
+    for name, case in (("low", lo), ("high", hi)):
+        if case["method"] != band["central"]["method"]:
+            parts.append(f"at the band's {name} end {NAMES.get(case['method'], case['method'])} would be chosen "
+                         f"({fmt(case['best_gain'])})")
+        elif case["gain"] < 1.0 and band["central"]["method"] != "none":
+            parts.append(f"at the band's {name} end this policy loses ({fmt(case['gain'])})")
+    return "depends on acceptance: " + "; ".join(parts) + " - measure first"
+
+
 def recommendation(plan: Plan) -> str:
-    """E.g. 'Speculate with EAGLE-3, k = 7 up to batch 47, k = 4 up to 264; off above: +76% tokens/s over the day'."""
-    on = [seg for seg in plan.policy if seg["k"] > 0]
-    what = "tokens/s"
+    """E.g. 'Speculate with EAGLE-3, k = 5 up to batch 47, k = 3 up to 264; off above: +36% tokens/s over the
+    day; holds across the prior's acceptance band (+20% at its low end, +48% at its high end)'."""
+    band = band_sentence(plan)
+    tail_band = f"; {band}" if band else ""
     if plan.arrival is not None:
+        a = plan.arrival
         b = plan.buckets[0]
         if b.k == 0:
-            return f"Do not speculate: at {plan.arrival['rate_rps']:g} requests/s nothing beats plain decoding."
-        return (f"Speculate with {NAMES.get(b.method, b.method)} ({b.draft}), k = {b.k}: "
-                f"{plan.arrival['ms_per_token']:.1f} ms/token instead of {plan.arrival['baseline_ms_per_token']:.1f} "
-                f"at {plan.arrival['rate_rps']:g} requests/s ({plan.gain:.2f}x)")
+            return (f"Do not speculate: at {a['rate_rps']:g} requests/s nothing beats plain decoding"
+                    f"{tail_band}.")
+        seg = plan.policy[0] if plan.policy else {"k": b.k}
+        return (f"Speculate with {NAMES.get(b.method, b.method)} ({b.draft}), {_shape(seg)}: at the same "
+                f"{a['rate_rps']:g} requests/s, {a['ms_per_token']:.1f} ms/token instead of "
+                f"{a['baseline_ms_per_token']:.1f} ({a['gain_same_rate']:.2f}x; {a['concurrency']:.0f} requests "
+                f"in flight instead of {a['baseline_concurrency']:.0f}); at the same batch "
+                f"({b.rows[0]['batch']}) {a['speedup_same_batch']:.2f}x{tail_band}")
+    on = [seg for seg in plan.policy if seg["k"] > 0]
     if plan.method == "none" or not on:
-        return "Do not speculate: plain decoding is best for every load bucket."
+        return f"Do not speculate: plain decoding is best for every load bucket{tail_band}."
     d = _draft(plan)
     name = NAMES.get(plan.method, plan.method)
     if d is not None and d.method == "draft_model" and d.model is not None:
         name += f" ({d.model.name})"
-    parts = [f"k = {seg['k']} up to batch {seg['batch_to']}" for seg in on]
+    parts = [f"{_shape(seg)} up to batch {seg['batch_to']}" for seg in on]
+    if len(parts) > 3:  # the lowest-load shape, then where it ends up
+        parts = [parts[0], f"shrinking to {_shape(on[-1])} by batch {on[-1]['batch_to']}"]
     tail = "; off above" if plan.policy and plan.policy[-1]["k"] == 0 else ""
-    if plan.scenario.objective == "latency":
-        return f"Speculate with {name}, {', '.join(parts)}{tail}: {plan.gain:.2f}x faster per token over the day"
-    pct = (plan.gain - 1) * 100
     fits_above = "; above that the KV cache does not fit" if plan.policy and plan.policy[-1]["k"] < 0 else ""
-    return f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {pct:+.0f}% {what} over the day"
+    if plan.scenario.objective == "latency":
+        return (f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {plan.gain:.2f}x faster per token "
+                f"over the day{tail_band}")
+    pct = (plan.gain - 1) * 100
+    return f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {pct:+.0f}% tokens/s over the day{tail_band}"
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:
@@ -50,26 +100,35 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
     buckets = []
     for bp in plan.buckets:
         for row, base in zip(bp.rows, bp.baseline_rows, strict=True):
-            tree = d.tree(bp.k) if d is not None and bp.k else None
             buckets.append({
                 "bucket": bp.bucket.name, "weight": bp.bucket.weight * row["share"], "batch": row["batch"],
                 "context": row["context"], "draft": bp.draft, "method": bp.method, "k": bp.k,
-                "tree_nodes": tree.num_nodes if tree is not None else 0,
+                "topk": bp.topk, "num_draft_tokens": bp.num_draft_tokens,
+                "tree_nodes": bp.num_draft_tokens if bp.num_draft_tokens else 0,
                 **{f: row[f] for f in FIELDS},
+                "baseline_batch": base["batch"],
                 "baseline_throughput_tok_s": base["throughput_tok_s"], "baseline_ms_per_token": base["ms_per_token"],
                 "fits_memory": bp.fits,
             })
+    acceptance = {}
+    for dr in s.drafts:
+        entry: dict[str, Any] = {"source": dr.acceptance.source, "prior": dr.acceptance.prior,
+                                 "note": dr.acceptance.note}
+        if dr.prior is not None:
+            lo, mid, hi = dr.prior.tau_band(dr.prior.reference)
+            entry.update({"entry": dr.prior.entry_id, "reference": dr.prior.reference.label(),
+                          "tau_low": lo, "tau_central": mid, "tau_high": hi})
+        acceptance[dr.label] = entry
     return {
         "scenario": s.name, "hardware": s.hardware.name, "model": s.model.name, "tp": s.tp,
         "objective": s.objective, "recommendation": recommendation(plan), "method": plan.method,
         "draft": plan.draft_label, "gain": plan.gain, "per_draft_gain": plan.per_draft_gain,
         "buckets": buckets, "policy": plan.policy, "crossover_batch": plan.crossover,
-        "arrival": plan.arrival,
+        "arrival": plan.arrival, "acceptance": acceptance, "acceptance_band": plan.band,
         "engine_configs": engine_configs(plan.method, plan.policy,
                                          d.model.name if d is not None and d.model is not None else None,
                                          d.draft_tp if d is not None else None,
-                                         d.topk if d is not None else 1,
-                                         d.num_draft_tokens if d is not None else None),
+                                         dynamic_profile=plan.dynamic_profile, chain_policy=plan.chain_policy),
         "notes": plan.notes,
     }
 
@@ -79,13 +138,29 @@ def plan_markdown(plan: Plan) -> str:
     data = plan_dict(plan)
     lines = [f"### {data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']}", "",
              f"**{data['recommendation']}**", "",
-             "| bucket | batch | context | draft | k | tokens/step | step ms | baseline ms | speedup | tok/s "
+             "| bucket | batch | context | draft | k | tree | tokens/step | step ms | baseline ms | speedup | tok/s "
              "| ms/token |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in data["buckets"]:
-        lines.append(f"| {r['bucket']} | {r['batch']:g} | {r['context']} | {r['draft']} | {r['k']} | "
+        tree = f"top{r['topk']} x {r['num_draft_tokens']}" if r["num_draft_tokens"] else "chain"
+        lines.append(f"| {r['bucket']} | {r['batch']:g} | {r['context']} | {r['draft']} | {r['k']} | {tree} | "
                      f"{r['tokens_per_step']:.2f} | {r['step_ms']:.2f} | {r['baseline_step_ms']:.2f} | "
                      f"{r['speedup']:.2f} | {r['throughput_tok_s']:,.0f} | {r['ms_per_token']:.2f} |")
+    if data["arrival"]:
+        a = data["arrival"]
+        lines += ["", f"Same arrival rate ({a['rate_rps']:g} requests/s): {a['ms_per_token']:.2f} ms/token at "
+                  f"{a['concurrency']:.1f} in flight against {a['baseline_ms_per_token']:.2f} at "
+                  f"{a['baseline_concurrency']:.1f} without speculation ({a['gain_same_rate']:.2f}x); the table's "
+                  f"speedup ({a['speedup_same_batch']:.2f}x) compares the same batch."]
+    band = data["acceptance_band"]
+    if band:
+        lines += ["", "| acceptance | tokens/step at k = 4 | gain of this policy | optimiser's choice |",
+                  "|---|---:|---:|---|"]
+        for which in ("low", "central", "high"):
+            case = band[which]
+            taus = band.get("tau_central", {}) if which == "central" else case.get("tau", {})
+            tau = ", ".join(f"{k} {v:.2f}" for k, v in taus.items()) or "-"
+            lines.append(f"| {which} | {tau} | {case['gain']:.2f}x | {case['method']} |")
     if data["crossover_batch"]:
         lines += ["", "Crossover batch (speculation stops paying): " + ", ".join(
             f"{k}: {v if v is not None else 'never (within the grid)'}" for k, v in data["crossover_batch"].items())]

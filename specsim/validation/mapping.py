@@ -145,6 +145,11 @@ def map_row(row: pd.Series) -> tuple[dict[str, Any] | None, str]:
     grid["context"] = int(row["context"]) if np.isfinite(row["context"]) else DEFAULT_CONTEXT
     if np.isfinite(row["acceptance_length"]):
         grid["acceptance_length"] = float(row["acceptance_length"])
+    # what the acceptance prior is looked up for (priors mode): the benchmark and the sampling temperature
+    if isinstance(row.get("dataset"), str) and row["dataset"].strip():
+        grid["task"] = row["dataset"].strip()
+    if np.isfinite(row.get("temperature", np.nan)):
+        grid["temperature"] = float(row["temperature"])
     return grid, ""
 
 

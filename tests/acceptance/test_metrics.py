@@ -136,3 +136,71 @@ def test_load_acceptance_errors(tmp_path: Path) -> None:
         load_acceptance(f)
     with pytest.raises(SpecsimError, match="no such file"):
         load_acceptance(tmp_path / "absent.csv")
+
+
+# ---------------------------------------------------------------------------------------------
+# a window between two scrapes; TensorRT-LLM per position; k from SGLang's rate
+# ---------------------------------------------------------------------------------------------
+
+_BEFORE = (
+    'vllm:spec_decode_num_drafts_total{engine="0"} 1000\n'
+    'vllm:spec_decode_num_draft_tokens_total{engine="0"} 3000\n'
+    'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 1700\n'
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 800\n'
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 600\n'
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="2"} 300\n'
+)
+_AFTER = (
+    'vllm:spec_decode_num_drafts_total{engine="0"} 1500\n'
+    'vllm:spec_decode_num_draft_tokens_total{engine="0"} 4500\n'
+    'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 2400\n'
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 1150\n'
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 850\n'
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="2"} 400\n'
+)
+
+
+def test_window_between_two_vllm_scrapes() -> None:
+    """Only the 500 drafts between the scrapes count: per position 350/500, 250/500, 100/500 (not the
+    cumulative 1150/1500 ...), and the mean length 1 + 700/500 agrees with the per-position route."""
+    from specsim.acceptance.metrics import read_metrics_window
+
+    r = read_metrics_window(_BEFORE, _AFTER)
+    assert r.num_drafts == 500 and r.k == 3
+    assert r.unconditional_rates == pytest.approx((0.7, 0.5, 0.2))
+    assert r.mean_length == pytest.approx(1 + 700 / 500)
+    assert float(r.profile().mean_tokens(3)) == pytest.approx(r.mean_length)
+    assert read_metrics(_AFTER).mean_length == pytest.approx(1 + 2400 / 1500)  # the cumulative reading differs
+
+
+def test_window_refuses_a_counter_reset(tmp_path: Path) -> None:
+    from specsim.acceptance.metrics import load_metrics_window
+
+    b, a = tmp_path / "before.txt", tmp_path / "after.txt"
+    b.write_text(_AFTER)
+    a.write_text(_BEFORE)  # counters went down: the engine restarted in between
+    with pytest.raises(SpecsimError, match="went down"):
+        load_metrics_window(b, a)
+
+
+def test_trtllm_per_position_counters_and_window() -> None:
+    from specsim.acceptance.metrics import read_metrics_window
+
+    def scrape(d: list[int], acc: list[int]) -> str:
+        return "".join(f'trtllm_spec_decode_drafted_tokens_total{{token_position="{i}"}} {v}\n'
+                       f'trtllm_spec_decode_accepted_tokens_total{{token_position="{i}"}} {w}\n'
+                       for i, (v, w) in enumerate(zip(d, acc, strict=True)))
+
+    r = read_metrics(scrape([100, 100, 100], [80, 50, 20]))
+    assert r.engine == "trtllm" and r.k == 3
+    assert r.unconditional_rates == pytest.approx((0.8, 0.5, 0.2)) and r.mean_length == pytest.approx(2.5)
+    w = read_metrics_window(scrape([100, 100, 100], [80, 50, 20]), scrape([300, 300, 300], [220, 130, 60]))
+    assert w.unconditional_rates == pytest.approx((0.7, 0.4, 0.2))
+
+
+def test_sglang_rate_gives_k() -> None:
+    """sglang:spec_accept_rate = accepted / proposed drafts: with length 3.0 and rate 0.5, k = 4."""
+    r = read_metrics('sglang:spec_accept_length{tp_rank="0"} 3.0\nsglang:spec_accept_rate{tp_rank="0"} 0.5\n')
+    assert r.k_inferred == 4 and r.k is None
+    assert float(r.profile().mean_tokens(4)) == pytest.approx(3.0)
+    assert float(r.profile(k=2).mean_tokens(2)) == pytest.approx(3.0)  # a k the user states wins

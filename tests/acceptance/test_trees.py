@@ -222,3 +222,66 @@ def test_load_tree_json_and_bad_fields(tmp_path: Path) -> None:
     f.write_text('{"parents": [-1, "x"]}')
     with pytest.raises(SpecsimError, match="integers"):
         load_tree(f)
+
+
+# ---------------------------------------------------------------------------------------------
+# the sibling hazard model, the vectorised EAGLE-2 expectation, the published static trees
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sibling_hazard_by_hand() -> None:
+    """probs[d, r] = a decay^r prod_{j<r} (1 - a decay^j): a = 0.8, decay 0.5 by hand."""
+    from specsim.acceptance.trees import sibling_probs_hazard
+
+    p = sibling_probs_hazard([0.8], 3, decay=0.5)[0]
+    assert p == pytest.approx([0.8, 0.2 * 0.4, 0.2 * 0.6 * 0.2])
+    # decay 1 is the independent model; rank 0 is always the chain rate
+    rates = np.array([0.9, 0.6, 0.3])
+    assert sibling_probs_hazard(rates, 4, decay=1.0) == pytest.approx(sibling_probs_independent(rates, 4))
+    assert sibling_probs_hazard(rates, 4)[:, 0] == pytest.approx(rates)
+    assert np.all(sibling_probs_hazard(rates, 8).sum(axis=1) <= 1.0 + 1e-12)
+    assert np.all(np.diff(sibling_probs_hazard(rates, 8), axis=1) <= 1e-12)  # rank-monotone (best_tree needs it)
+    # a chain under the hazard model is the chain formula
+    assert float(chain(3).expected_tokens(sibling_probs_hazard(rates, 2))) == pytest.approx(
+        float(expected_tokens_positional(rates, 3)))
+
+
+def test_eagle2_expected_tokens_equals_the_built_tree() -> None:
+    """The vectorised expectation (sum of the kept candidates' path probabilities) against building the
+    tree and summing its path probabilities, for random rank-monotone profiles and several shapes."""
+    from specsim.acceptance.trees import eagle2_expected_tokens, sibling_probs_hazard
+
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        rates = rng.uniform(0.3, 0.95, size=8)
+        probs = sibling_probs_hazard(rates, 10)
+        for topk, depth, n in ((10, 6, 59), (4, 5, 24), (2, 7, 9), (8, 3, 20), (1, 4, 4)):
+            built = float(eagle2_tree(probs, topk, depth, n).expected_tokens(probs))
+            assert float(eagle2_expected_tokens(probs, topk, depth, n)) == pytest.approx(built, rel=1e-12)
+    stack = np.stack([sibling_probs_hazard(rng.uniform(0.3, 0.9, size=6), 4) for _ in range(3)])
+    batched = eagle2_expected_tokens(stack, 4, 6, 16)
+    assert batched == pytest.approx([float(eagle2_expected_tokens(s, 4, 6, 16)) for s in stack])
+
+
+def test_published_static_trees() -> None:
+    """EAGLE's mc_sim_7b_63 (25 nodes, depth 5) and Medusa's (63 nodes + root, depth 4), as shipped."""
+    from specsim.acceptance.trees import static_tree
+
+    e1, md = static_tree("eagle1"), static_tree("medusa")
+    assert (e1.num_nodes, e1.depth) == (25, 5) and (md.num_nodes, md.depth) == (63, 4)
+    assert int(np.bincount(e1.depths)[1]) == 4 and int(md.ranks.max()) == 9
+    with pytest.raises(SpecsimError, match="unknown static tree"):
+        static_tree("sequoia")
+
+
+def test_best_tree_is_optimal_under_the_hazard_model() -> None:
+    """best_tree against exhaustive search when the probabilities come from the hazard model (the
+    planner's case): equal for every n <= 7."""
+    from specsim.acceptance.trees import sibling_probs_hazard
+
+    trees = _all_trees(7, max_rank=3)
+    for rates in ([0.8, 0.7, 0.6, 0.6], [0.5, 0.4, 0.4, 0.3], [0.95, 0.9, 0.5, 0.2]):
+        probs = sibling_probs_hazard(rates, 3)
+        for n in range(1, 8):
+            brute = max(_value(t, probs) for t in trees[n])
+            assert float(best_tree(probs, n).expected_tokens(probs)) == pytest.approx(brute, abs=1e-12)
