@@ -1,14 +1,19 @@
 """The measurement table: one row per timed kernel, the common currency of `predict`, `bench`,
 `import` and `calibrate`.
 
-Columns (README, "Measurement tables"): op (gemm | attention | memcpy | allreduce), device,
-dtype, tokens (GEMM rows M), d_in (K), d_out (N), batch, context_len, q_per_seq, n_heads,
-n_kv_heads, head_dim, bytes, world_size, time_ms. Columns an op does not use may be empty;
-extra columns are kept.
+Columns (README, "Measurement tables"): op (gemm | attention | moe | memcpy | elementwise |
+allreduce), device, dtype, tokens (GEMM rows M; MoE tokens before routing), d_in (K; MoE hidden),
+d_out (N; MoE expert width per GPU), batch, context_len, q_per_seq, n_heads, n_kv_heads, head_dim,
+bytes, world_size, time_ms, framework and kernel (what was timed: a fit never mixes kernels
+silently). Optional columns the predictions read: kv_dtype (attention), n_experts, top_k, ep (MoE),
+impl (all-reduce implementation, default eager nccl), buffer_sets (operand copies a benchmark cycles
+through: L2 residency). Columns an op does not use may be empty; extra columns are kept.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,27 +26,41 @@ from specsim.cost.hardware import HardwareProfile, load_hardware
 from specsim.errors import SpecsimError
 
 COLUMNS = ("op", "device", "dtype", "tokens", "d_in", "d_out", "batch", "context_len", "q_per_seq",
-           "n_heads", "n_kv_heads", "head_dim", "bytes", "world_size", "time_ms")
-OPS = ("gemm", "attention", "memcpy", "allreduce")
+           "n_heads", "n_kv_heads", "head_dim", "bytes", "world_size", "time_ms", "framework", "kernel")
+OPS = ("gemm", "attention", "moe", "memcpy", "elementwise", "allreduce")
 # Columns each op needs to be predicted.
 NEEDS = {
     "gemm": ("tokens", "d_in", "d_out"),
     "attention": ("batch", "context_len", "q_per_seq", "n_heads", "n_kv_heads", "head_dim"),
+    "moe": ("tokens", "d_in", "d_out", "n_experts", "top_k"),
     "memcpy": ("bytes",),
+    "elementwise": ("bytes",),
     "allreduce": ("bytes", "world_size"),
 }
-NUMERIC = tuple(c for c in COLUMNS if c not in ("op", "device", "dtype"))
+TEXT = ("op", "device", "dtype", "framework", "kernel")
+NUMERIC = tuple(c for c in COLUMNS if c not in TEXT)
 
 
 def read_measurements(path: str | Path, need_time: bool = True) -> pd.DataFrame:
     """Read and check a measurement CSV; one clear SpecsimError for what is wrong."""
+    from specsim.files import read_text
+
     path = Path(path)
-    if not path.is_file():
-        raise SpecsimError(f"{path}: no such file")
+    text = read_text(path)  # refuses folders, devices, binary and non-UTF-8 files
     try:
-        df = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise SpecsimError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+        widths = {len(r) for r in csv.reader(io.StringIO(text)) if r}
+    except csv.Error as exc:
+        raise SpecsimError(f"{path}: not a readable CSV ({exc})") from None
+    if len(widths) > 1:
+        rows = [len(r) for r in csv.reader(io.StringIO(text)) if r]
+        bad = next(i for i, n in enumerate(rows) if n != rows[0])
+        raise SpecsimError(f"{path}: row {bad + 1} has {rows[bad]} fields, the header {rows[0]} (a ragged CSV)")
+    try:
+        # "nan"/"NA" text is kept as text (and refused where a number belongs); only empty cells are missing
+        df = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SpecsimError(f"{path}: not a readable CSV ({first})") from None
     return check_measurements(df, str(path), need_time)
 
 
@@ -62,48 +81,149 @@ def check_measurements(df: pd.DataFrame, where: str, need_time: bool = True) -> 
             bad = converted.isna() & df[col].notna() & (df[col].astype(str).str.strip() != "")
             if bad.any():
                 row = int(np.flatnonzero(bad.to_numpy())[0])
-                raise SpecsimError(f"{where}: row {row + 2}: column '{col}' is not a number: {df[col].iloc[row]!r}")
+                what = ("time_ms must be a positive number, got" if col == "time_ms"
+                        else f"column '{col}' is not a number:")
+                raise SpecsimError(f"{where}: row {row + 2}: {what} {df[col].iloc[row]!r}")
             df[col] = converted
-    if need_time:
+    for col in (c for c in NUMERIC if c != "time_ms"):
+        v = df[col].to_numpy(dtype=float)
+        bad = ~np.isnan(v) & (~np.isfinite(v) | (v < 0))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise SpecsimError(f"{where}: row {row + 2}: column '{col}' must be a finite number >= 0, got {v[row]}")
+    if "time_ms" in df.columns:
         t = df["time_ms"].to_numpy(dtype=float)
-        bad = ~np.isfinite(t) | (t <= 0)
+        bad = (np.isnan(t) if need_time else np.zeros(len(t), bool)) | (t <= 0) | np.isinf(t)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise SpecsimError(f"{where}: row {row + 2}: time_ms must be a positive number, got {t[row]}")
     df["op"] = df["op"].astype(str).str.strip().str.lower()
-    for col in ("device", "dtype"):
-        df[col] = df[col].fillna("").astype(str).str.strip()
+    for col in TEXT[1:]:
+        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str).str.strip()
     return df
 
 
+# Kernel dtypes of the measured tables -> (tensor-core dtype, weight bytes); None: not predictable
+# (nvfp4: no fp4 peak in the profiles). Weight-only formats (int4_wo, int8_wo, w4a16) run 16-bit MMAs
+# on dequantised weights; fp8_block (128x128 block scales) and int8 SmoothQuant are W8A8.
+KERNEL_DTYPES: dict[str, tuple[str, float] | None] = {
+    "": ("bf16", 2.0), "bf16": ("bf16", 2.0), "fp16": ("bf16", 2.0), "fp32": ("fp32", 4.0),
+    "fp8": ("fp8", 1.0), "fp8_block": ("fp8", 1.0), "int8": ("int8", 1.0), "int8_sq": ("int8", 1.0),
+    "int8_wo": ("bf16", 1.0), "int4_wo": ("bf16", 0.5), "int4": ("bf16", 0.5), "w4a16_mxfp4": ("bf16", 0.53),
+    "nvfp4": None, "w4a8_mxfp4_mxfp8": None,
+}
+KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "": 2.0}
+
+
+def kernel_dtype(dtype: str) -> tuple[str, float] | None:
+    """(tensor-core dtype, weight bytes) of a measured kernel's dtype; None when not predictable."""
+    key = canonical(str(dtype)) if str(dtype) else ""
+    if key in KERNEL_DTYPES:
+        return KERNEL_DTYPES[key]
+    return (compute_dtype(key), WEIGHT_BYTES[key]) if key in WEIGHT_BYTES else None
+
+
 def _compute_dtype(dtype: str) -> str:
-    return compute_dtype(str(dtype)) if str(dtype) else "bf16"
+    kd = kernel_dtype(dtype)
+    return kd[0] if kd else "bf16"
+
+
+def _column(d: pd.DataFrame, name: str, default: float = np.nan) -> np.ndarray:
+    if name not in d.columns:
+        return np.full(len(d), default)
+    return pd.to_numeric(d[name], errors="coerce").fillna(default).to_numpy(dtype=float)
+
+
+def _text(d: pd.DataFrame, name: str, default: str = "") -> pd.Series:
+    if name not in d.columns:
+        return pd.Series(default, index=d.index)
+    return d[name].fillna(default).astype(str).str.strip().replace("", default).replace("nan", default)
+
+
+class RowSet:
+    """The predictable rows of a measurement table as arrays, grouped by op and kernel dtype, ready
+    to be predicted on any profile many times (calibration evaluates them hundreds of times)."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.n = len(df)
+        self.parts: list[tuple[str, np.ndarray, dict[str, object]]] = []
+        for op, cols in NEEDS.items():
+            if not all(c in df.columns for c in cols):
+                continue
+            sel = (df["op"] == op).to_numpy() & df[list(cols)].notna().all(axis=1).to_numpy()
+            idx = np.flatnonzero(sel)
+            if not len(idx):
+                continue
+            d = df.iloc[idx]
+            if op in ("gemm", "moe"):
+                kd = d["dtype"].map(kernel_dtype)
+                ok = kd.notna().to_numpy()
+                for _, g in d[ok].groupby(kd[ok].map(str)):
+                    cdt, wb = kernel_dtype(str(g["dtype"].iloc[0]))  # type: ignore[misc]
+                    gi = idx[np.isin(d.index, g.index)]
+                    arrays = {c: _column(g, c) for c in cols}
+                    arrays.update(dtype=cdt, wb=wb, buffer_sets=_column(g, "buffer_sets"), ep=_column(g, "ep", 1.0))
+                    if op == "moe":  # routing: "balanced" rows spread T*k assignments evenly; others random
+                        dist = _text(g, "distribution", "")
+                        for bal, gg in g.groupby(dist == "balanced"):
+                            sub = np.isin(g.index, gg.index)
+                            part = {k_: (v[sub] if isinstance(v, np.ndarray) else v) for k_, v in arrays.items()}
+                            self.parts.append((op, gi[sub], {**part, "balanced": bool(bal)}))
+                        continue
+                    self.parts.append((op, gi, arrays))
+            elif op == "attention":
+                dtypes = _text(d, "dtype", "bf16").map(_compute_dtype)
+                for cdt, g in d.groupby(dtypes):
+                    gi = idx[np.isin(d.index, g.index)]
+                    kvb = _text(g, "kv_dtype", "bf16").map(lambda x: KV_BYTES.get(canonical(x), 2.0)).to_numpy()
+                    arrays = {c: _column(g, c) for c in cols}
+                    arrays.update(dtype=str(cdt), kv_tok=2.0 * arrays["n_kv_heads"] * arrays["head_dim"] * kvb,
+                                  buffer_sets=_column(g, "buffer_sets"))
+                    self.parts.append((op, gi, arrays))
+            elif op == "allreduce":
+                impls = _text(d, "impl", "nccl")
+                for impl, g in d.groupby(impls):
+                    gi = idx[np.isin(d.index, g.index)]
+                    self.parts.append((op, gi, {"bytes": _column(g, "bytes"), "world_size": _column(g, "world_size"),
+                                                "impl": str(impl)}))
+            else:
+                self.parts.append((op, idx, {"bytes": _column(d, "bytes")}))
+
+    def predict_ms(self, hw: HardwareProfile) -> np.ndarray:
+        """Predicted milliseconds per row on `hw`'s roofline; NaN where the op can't be predicted."""
+        out = np.full(self.n, np.nan)
+        for op, idx, a in self.parts:
+            out[idx] = predict_part(op, a, hw) * 1e3
+        return out
+
+
+def predict_part(op: str, a: dict, hw: HardwareProfile) -> np.ndarray:
+    """Seconds of one RowSet part on the roofline (the GPU lacking a dtype: NaN)."""
+    from specsim.errors import SpecsimError as _Err
+
+    try:
+        if op == "gemm":
+            sets = None if np.all(np.isnan(a["buffer_sets"])) else a["buffer_sets"]
+            return rl.gemm_time_s(a["tokens"], a["d_out"], a["d_in"], hw, a["dtype"], a["wb"], buffer_sets=sets)[0]
+        if op == "attention":
+            sets = None if np.all(np.isnan(a["buffer_sets"])) else a["buffer_sets"]
+            return rl.attention_time_s(a["batch"], a["q_per_seq"], a["context_len"], a["n_heads"], a["n_kv_heads"],
+                                       a["head_dim"], a["head_dim"], a["kv_tok"], hw, a["dtype"], buffer_sets=sets)[0]
+        if op == "moe":
+            sets = None if np.all(np.isnan(a["buffer_sets"])) else a["buffer_sets"]
+            return rl.moe_time_s(a["tokens"], a["d_in"], a["d_out"], a["n_experts"], a["top_k"], hw, a["dtype"],
+                                 a["wb"], ep=a["ep"], balanced=a.get("balanced", False), buffer_sets=sets)[0]
+        if op == "allreduce":
+            return rl.allreduce_time_s(a["bytes"], a["world_size"], hw, a["impl"])
+        return rl.memory_op_time_s(a["bytes"], hw)
+    except _Err:
+        n = len(next(v for v in a.values() if isinstance(v, np.ndarray)))
+        return np.full(n, np.nan)
 
 
 def predict_rows(df: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
     """Predicted milliseconds for each row on one profile; NaN where the op can't be predicted."""
-    out = np.full(len(df), np.nan)
-    for op, cols in NEEDS.items():
-        sel = (df["op"] == op).to_numpy() & df[list(cols)].notna().all(axis=1).to_numpy()
-        if not sel.any():
-            continue
-        d = df.loc[sel]
-        if op == "gemm":
-            for dtype, g in d.groupby(d["dtype"].map(_compute_dtype)):
-                idx = np.flatnonzero(sel)[np.isin(d.index, g.index)]
-                wb = WEIGHT_BYTES.get(canonical(str(g["dtype"].iloc[0])), 2.0)
-                out[idx] = rl.gemm_time_s(g["tokens"], g["d_out"], g["d_in"], hw, dtype, wb)[0] * 1e3
-        elif op == "attention":
-            kv_tok = 2.0 * d["n_kv_heads"] * d["head_dim"] * 2.0
-            t = rl.attention_time_s(d["batch"], d["q_per_seq"], d["context_len"], d["n_heads"].to_numpy(),
-                                    d["n_kv_heads"].to_numpy(), d["head_dim"].to_numpy(),
-                                    d["head_dim"].to_numpy(), kv_tok.to_numpy(), hw)[0]
-            out[sel] = t * 1e3
-        elif op == "memcpy":
-            out[sel] = rl.memory_op_time_s(d["bytes"], hw) * 1e3
-        else:
-            out[sel] = rl.allreduce_time_s(d["bytes"], d["world_size"], hw) * 1e3
-    return out
+    return RowSet(df).predict_ms(hw)
 
 
 def predict_table(df: pd.DataFrame, resolve: Callable[[str], HardwareProfile]) -> pd.DataFrame:

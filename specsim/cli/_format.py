@@ -1,6 +1,7 @@
-"""Output helpers shared by the CLI commands: table | csv | json, and list-valued options.
+"""Output helpers shared by the CLI commands: table | csv | json | markdown, and list-valued options.
 
-Tables go through rich; JSON turns numpy values into plain Python (NaN/inf -> null).
+Tables go through rich at the terminal's width (wrapped or ellipsized to fit); JSON turns numpy
+values into plain Python (NaN/inf -> null); Markdown is a pipe table.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from rich.table import Table
 
 from specsim.errors import SpecsimError
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "csv", "json", "markdown")
+FORMAT_HELP = "table | csv | json | markdown"
 
 
 def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
-    """``fmt`` itself, or SpecsimError unless it is one of ``allowed`` (table | csv | json)."""
+    """``fmt`` itself, or SpecsimError unless it is one of ``allowed`` (table | csv | json | markdown)."""
     if fmt not in allowed:
         raise SpecsimError(f"--format must be one of {' | '.join(allowed)}, got {fmt!r}")
     return fmt
@@ -65,9 +67,13 @@ def fmt_value(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _console() -> Console:
-    # created per call so that output goes to the current sys.stdout (pytest's capsys included)
-    return Console(file=sys.stdout, width=max(120, Console().width))
+def console() -> Console:
+    """A rich console on the current sys.stdout (pytest's capsys included), as wide as the terminal
+    (COLUMNS, or 80 when not a terminal); tables wrap or ellipsize their cells to fit."""
+    return Console(file=sys.stdout)
+
+
+_console = console
 
 
 def print_json(data: Any) -> None:
@@ -77,7 +83,7 @@ def print_json(data: Any) -> None:
 
 def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None = None) -> None:
     """A two-column (quantity, value) table."""
-    table = Table(title=title, show_header=True, header_style="bold")
+    table = Table(title=escape(title), show_header=True, header_style="bold")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     for key, value in rows:
@@ -91,7 +97,7 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
 def print_rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 1) -> None:
     """A table with a header row; values formatted with ``fmt_value``; the first ``text_columns``
     columns are left-aligned, the rest right-aligned."""
-    table = Table(title=title, show_header=True, header_style="bold")
+    table = Table(title=escape(title), show_header=True, header_style="bold")
     for i, col in enumerate(columns):
         table.add_column(escape(str(col)), justify="left" if i < text_columns else "right")
     for row in rows:
@@ -99,28 +105,53 @@ def print_rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence
     _console().print(table)
 
 
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 1) -> str:
+    """A pipe table; cells formatted with ``fmt_value`` (pipes escaped)."""
+    def cell(v: Any) -> str:
+        return fmt_value(v).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(str(c) for c in columns) + " |"
+    sep = "|" + "|".join("---" if i < text_columns else "---:" for i in range(len(columns))) + "|"
+    return "\n".join([head, sep, *("| " + " | ".join(cell(v) for v in r) + " |" for r in rows)]) + "\n"
+
+
 def emit(df: pd.DataFrame, fmt: str, title: str = "") -> None:
-    """A data frame as a rich table, CSV or JSON (a list of row objects) on stdout."""
+    """A data frame as a rich table, CSV, JSON (a list of row objects) or a Markdown table on stdout."""
     check_format(fmt)
     if fmt == "csv":
         sys.stdout.write(df.to_csv(index=False))
     elif fmt == "json":
         print_json(df.to_dict(orient="records"))
+    elif fmt == "markdown":
+        sys.stdout.write((f"**{title}**\n\n" if title else "")
+                         + markdown_table(list(df.columns), list(df.itertuples(index=False, name=None))))
     else:
         print_rows_table(title, list(df.columns), df.itertuples(index=False, name=None))  # type: ignore[arg-type]
 
 
-def emit_mapping(data: Mapping[str, Any], fmt: str, title: str = "") -> None:
-    """A flat mapping as a (key, value) table, a two-column CSV or a JSON object."""
+def emit_mapping(data: Mapping[str, Any], fmt: str, title: str = "", note: str | None = None) -> None:
+    """A flat mapping as a (key, value) table, a two-column CSV or Markdown table, or a JSON object."""
     check_format(fmt)
     if fmt == "json":
         print_json(dict(data))
-    elif fmt == "csv":
-        emit(pd.DataFrame({"key": list(data), "value": [plain(v) for v in data.values()]}), "csv")
+    elif fmt in ("csv", "markdown"):
+        emit(pd.DataFrame({"key": list(data), "value": [plain(v) if not isinstance(plain(v), list | dict)
+                                                         else json.dumps(plain(v)) for v in data.values()]}),
+             fmt, title if fmt == "markdown" else "")
     else:
-        print_kv_table(title, list(data.items()))
+        print_kv_table(title, list(data.items()), note)
 
 
+def emit_summary(fmt: str, line: str, data: Mapping[str, Any]) -> None:
+    """What a command that writes files reports: ``line`` for a table, else ``data`` in that format."""
+    check_format(fmt)
+    if fmt == "table":
+        print(line)
+    else:
+        emit_mapping(data, fmt)
+
+
+MAX_LIST = 100_000  # values one list option may expand to
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 _GEOM = re.compile(r"^(\d+):(\d+):x(\d+(?:\.\d+)?)$")
 _STEP = re.compile(r"^(\d+):(\d+):(\d+)$")
@@ -130,29 +161,38 @@ def parse_int_list(text: str, option: str) -> list[int]:
     """Integers from ``1,2,4``, ``1-16`` (inclusive range), ``1:16:4`` (step) or ``1:4096:x2``
     (geometric), and comma-separated mixtures of these; SpecsimError names ``option``."""
     out: list[int] = []
-    for part in (p.strip() for p in str(text).split(",")):
-        if not part:
-            continue
-        if part.isdigit():
+    parts = [p.strip() for p in str(text).split(",")]
+    if any(not p for p in parts):
+        raise SpecsimError(f"{option}: empty item in {text!r} (use 1,2,4 or 1-16 or 1:16:4 or 1:4096:x2)")
+    for part in parts:
+        if part.isascii() and part.isdigit():
             out.append(int(part))
         elif m := _RANGE.match(part):
             lo, hi = int(m.group(1)), int(m.group(2))
+            if hi < lo:
+                raise SpecsimError(f"{option}: empty range {part!r} (end before start)")
+            if hi - lo >= MAX_LIST:
+                raise SpecsimError(f"{option}: more than {MAX_LIST:,} values in {part!r}")
             out.extend(range(lo, hi + 1))
         elif m := _STEP.match(part):
             lo, hi, step = (int(g) for g in m.groups())
             if step < 1:
                 raise SpecsimError(f"{option}: step must be >= 1 in {part!r}")
+            if len(range(lo, hi + 1, step)) > MAX_LIST:
+                raise SpecsimError(f"{option}: more than {MAX_LIST:,} values in {part!r}")
             out.extend(range(lo, hi + 1, step))
         elif m := _GEOM.match(part):
             lo, hi, factor = int(m.group(1)), int(m.group(2)), float(m.group(3))
             if lo < 1 or factor <= 1:
                 raise SpecsimError(f"{option}: geometric {part!r} needs start >= 1 and factor > 1")
             x = float(lo)
-            while x <= hi + 1e-9:
+            while x <= hi + 1e-9 and len(out) <= MAX_LIST:
                 out.append(round(x))
                 x *= factor
         else:
             raise SpecsimError(f"{option}: cannot read {part!r} (use 1,2,4 or 1-16 or 1:16:4 or 1:4096:x2)")
+        if len(out) > MAX_LIST:
+            raise SpecsimError(f"{option}: more than {MAX_LIST:,} values in {text!r}")
     if not out:
         raise SpecsimError(f"{option}: empty list")
     return out
@@ -160,10 +200,13 @@ def parse_int_list(text: str, option: str) -> list[int]:
 
 def parse_float_list(text: str, option: str) -> list[float]:
     """Floats from a comma-separated list, e.g. ``0.9,0.8,0.7``; SpecsimError names ``option``."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if any(not p for p in parts):
+        raise SpecsimError(f"{option}: empty item in {text!r} (expected comma-separated numbers)")
     try:
-        values = [float(p) for p in str(text).split(",") if p.strip()]
+        values = [float(p) for p in parts]
     except ValueError:
         raise SpecsimError(f"{option}: expected comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise SpecsimError(f"{option}: empty list")
+    if not all(math.isfinite(v) for v in values):
+        raise SpecsimError(f"{option}: values must be finite numbers, got {text!r}")
     return values

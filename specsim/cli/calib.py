@@ -10,14 +10,15 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from specsim.cli._format import check_format, emit, emit_mapping
+from specsim.cli._format import check_format, emit, emit_mapping, emit_summary
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
+from specsim.files import Outputs, check_target
 
 import_app = typer.Typer(help="Convert public profiling data to the measurement schema.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
-Fmt = Annotated[str, typer.Option("--format", "-f", help="table | csv | json")]
+Fmt = Annotated[str, typer.Option("--format", "-f", help="table | csv | json | markdown")]
 
 
 @app.command()
@@ -26,11 +27,13 @@ def bench(
     model: Annotated[str, typer.Option("--model", "-m", help="catalogue name or path to a config.json")],
     output: Annotated[Path, typer.Option("--output", "-o", help="measurement CSV to write (+ sidecar .json)")],
     tp: Annotated[int, typer.Option("--tp", help="tensor-parallel degree of the shapes")] = 1,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16 | fp16 | fp32")] = "bf16",
+    dtype: Annotated[str, typer.Option("--compute-dtype", help="compute dtype: bf16 | fp16 | fp32")] = "bf16",
     quick: Annotated[bool, typer.Option("--quick", help="a few shapes and token counts (seconds)")] = False,
     ops: Annotated[str, typer.Option("--ops", help="comma list of gemm, attention, memcpy, peak, allreduce")] = (
         "gemm,attention,memcpy,peak,allreduce"),
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="progress bar on stderr")] = True,
+    dtype_alias: Annotated[str | None, typer.Option("--dtype", hidden=True, help="old name of --compute-dtype")] = None,
+    fmt: Fmt = "table",
 ) -> None:
     """Time the model's GEMMs, attention, memory copies, peak matmul (and all-reduce) with PyTorch.
 
@@ -41,10 +44,15 @@ def bench(
     from specsim.calibration import bench as bench_mod
     from specsim.cost.model import load_model
 
+    dtype = dtype_alias or dtype
+    check_format(fmt)
+    check_target(output)  # before minutes of timing
     spec = load_model(model)
+    spec.check_tp(tp, "--tp")
     op_list = tuple(o.strip() for o in ops.split(",") if o.strip())
     result = bench_mod.run_bench(device, spec, tp, dtype, quick, op_list, progress)
-    paths = bench_mod.write_bench(result, output, dtype)
+    with Outputs() as outs:  # the CSV, its sidecar JSON (and profile) as one set
+        paths = [output.parent / p.name for p in bench_mod.write_bench(result, outs.path(output), dtype)]
     summary = ", ".join(str(p) for p in paths)
     meta = result.meta
     extra = []
@@ -52,8 +60,9 @@ def bench(
         extra.append(f"peak matmul {meta['peak_matmul_tflops']:.3g} TFLOP/s")
     if "copy_bw_gb_per_s" in meta:
         extra.append(f"copy {meta['copy_bw_gb_per_s']:.3g} GB/s")
-    print(f"wrote {summary}: {meta['rows']} rows on {meta.get('device_name')}"
-          + (f" ({'; '.join(extra)})" if extra else ""))
+    emit_summary(fmt, f"wrote {summary}: {meta['rows']} rows on {meta.get('device_name')}"
+                 + (f" ({'; '.join(extra)})" if extra else ""),
+                 {"files": [str(p) for p in paths], "rows": meta["rows"], "device": meta.get("device_name")})
     if result.interrupted:
         print("interrupted: kept the rows measured so far", file=sys.stderr)
         raise typer.Exit(130)
@@ -63,15 +72,98 @@ def bench(
 def import_vidur_cmd(
     directory: Annotated[Path, typer.Argument(help="folder laid out as Vidur's data/profiling (compute/, network/)")],
     output: Annotated[Path, typer.Option("--output", "-o", help="measurement CSV to write")],
+    fmt: Fmt = "table",
 ) -> None:
     """Linear-layer timings (gemm rows) and single-node NCCL all-reduce timings (allreduce rows)."""
-    from specsim.calibration.fit import write_atomic
     from specsim.calibration.vidur import import_vidur
 
-    df = import_vidur(directory)
-    write_atomic(output, df.to_csv(index=False))
+    with Outputs() as outs:
+        staged = outs.path(output)  # checked (and its temporary folder made) before reading
+        check_format(fmt)
+        df = import_vidur(directory)
+        staged.write_text(df.to_csv(index=False))
+    counts = df.groupby(["device", "op"]).size()
+    per = {f"{d} {o}": int(n) for (d, o), n in counts.items()}
+    emit_summary(fmt, f"wrote {output}: {len(df)} rows (" + ", ".join(f"{k}: {n}" for k, n in per.items()) + ")",
+                 {"output": str(output), "rows": len(df), **per})
+
+
+@import_app.command("aiconfigurator")
+def import_aiconfigurator_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o", help="measurement CSV to write")],
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="aiconfigurator system (h100_sxm, b200_sxm, ...) or profile name; repeatable (default: all)")
+    ] = None,
+    framework: Annotated[list[str] | None, typer.Option(
+        "--framework", help="sglang | vllm | trtllm | nccl; repeatable (default: all)")] = None,
+    family: Annotated[list[str] | None, typer.Option(
+        "--family", help="gemm | attention | moe | allreduce; repeatable (default: all four)")] = None,
+    all_versions: Annotated[bool, typer.Option(
+        "--all-versions", help="keep every framework version (default: the newest that measured each shape)")] = False,
+) -> None:
+    """NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".[tables]") in the measurement
+    schema: GEMM (bf16, fp8, ...), decode and prefill attention, fused MoE, NCCL and custom all-reduce.
+
+    Read from the installed package, never copied into this repository; each row names its framework,
+    kernel and source file."""
+    from specsim.calibration.aiconfigurator import measurements
+
+    with Outputs() as outs:
+        staged = outs.path(output)
+        df = measurements(system or None, framework or None, family or None, latest=not all_versions)
+        staged.write_text(df.to_csv(index=False))
     counts = df.groupby(["device", "op"]).size()
     print(f"wrote {output}: {len(df)} rows (" + ", ".join(f"{d} {o}: {n}" for (d, o), n in counts.items()) + ")")
+
+
+@app.command("calibrate-tables")
+def calibrate_tables(
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="base profile: bundled name or YAML path")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="fitted profile YAML to write")] = None,
+    framework: Annotated[str, typer.Option(
+        "--framework", help="whose kernels: vllm | sglang | trtllm (a family it lacks comes from another)")] = "vllm",
+    starts: Annotated[int, typer.Option("--starts", help="fits from this many starting points; best kept")] = 1,
+    score_only: Annotated[bool, typer.Option(
+        "--score-only", help="no fit: score the profile as it is on the tables' held-out shapes")] = False,
+    name: Annotated[str | None, typer.Option("--name", help="name of the fitted profile")] = None,
+    fmt: Fmt = "table",
+) -> None:
+    """Fit a profile to NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".[tables]"):
+    GEMMs, then attention, fused MoE and all-reduce per implementation, each stage on its own rows,
+    with half the shapes held out; prints the error per family and band on the held-out shapes and
+    writes the profile with its provenance (package version, framework, kernels)."""
+    from specsim.calibration import fit as cal
+    from specsim.calibration import tables as tab
+    from specsim.cost.hardware import load_hardware
+
+    check_format(fmt)
+    if starts < 1:
+        raise SpecsimError(f"--starts must be >= 1, got {starts}")
+    if output is None and not score_only:
+        raise SpecsimError("--output is needed unless --score-only")
+    if output is not None:
+        if output.suffix not in (".yaml", ".yml"):
+            raise SpecsimError(f"--output must end in .yaml or .yml, got {output}")
+        check_target(output)
+    base = load_hardware(hardware)
+    if score_only:
+        rows = tab.load_rows(base.name, framework)
+        report = tab.score(base, rows)
+        fitted = base
+    else:
+        fitted, report, rows = tab.calibrate_to_tables(base, framework, starts)
+        if name:
+            import dataclasses
+
+            fitted = dataclasses.replace(fitted, name=name)
+    if output is not None:
+        with Outputs() as outs:
+            cal.write_profile(fitted, outs.path(output))
+    shown = report[(report["rows"] == "held-out") | (report["op"] == "allreduce")]
+    emit(shown.drop(columns=["device", "framework"]), fmt,
+         f"{fitted.name} on NVIDIA's {framework} tables: mean absolute error (%), held-out shapes")
+    if fmt == "table" and output is not None:
+        print(f"wrote {output}")
 
 
 @app.command()
@@ -96,6 +188,12 @@ def calibrate(
     from_defaults: Annotated[bool, typer.Option(
         "--from-defaults", help="start from default efficiencies, not the base profile's (a fit from scratch: "
         "nothing the base was fitted on leaks into parameters left unfitted)")] = False,
+    framework: Annotated[str | None, typer.Option(
+        "--framework", help="use only rows of this framework (column `framework`)")] = None,
+    kernel: Annotated[str | None, typer.Option(
+        "--kernel", help="use only rows whose kernel name contains this")] = None,
+    mix_kernels: Annotated[bool, typer.Option(
+        "--mix-kernels", help="fit rows of several kernels for one op and dtype together (refused otherwise)")] = False,
     fmt: Fmt = "table",
 ) -> None:
     """Fit the profile's efficiency and overhead (and all-reduce) parameters to measured timings.
@@ -116,6 +214,7 @@ def calibrate(
         raise SpecsimError(f"--max-rel-std must be >= 0, got {max_rel_std}")
     if output.suffix not in (".yaml", ".yml"):
         raise SpecsimError(f"--output must end in .yaml or .yml, got {output}")
+    check_target(output)  # before the fit
     with warnings.catch_warnings():  # pandas' mixed-type note on sparse text columns (e.g. topology)
         warnings.simplefilter("ignore", pd.errors.DtypeWarning)
         df = read_measurements(measurements)
@@ -128,17 +227,23 @@ def calibrate(
         base = dataclasses.replace(base, efficiency=Efficiency())
     op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
     result = cal.calibrate(df, base, params=params, holdout=holdout, max_rel_std=max_rel_std, ops=op_list,
-                           all_devices=all_devices, by=by, starts=starts)
+                           all_devices=all_devices, by=by, starts=starts, framework=framework, kernel=kernel,
+                           mix_kernels=mix_kernels)
     fitted = cal.fitted_profile(result, measurements, holdout, name)
     figs = []
-    if not no_plots:
-        from specsim.calibration.plots import calibration_plots
+    with Outputs() as outs:  # the profile and its figures as one set: all written, or none
+        staged = outs.path(output)
+        cal.write_profile(fitted, staged)
+        if not no_plots:
+            from specsim.calibration.plots import calibration_plots
 
-        folder = plots or output.parent
-        if not folder.is_dir():
-            raise SpecsimError(f"--plots: {folder} is not a folder")
-        figs = calibration_plots(result.rows, folder, output.stem, fitted.name)
-    cal.write_profile(fitted, output)
+            folder = plots or output.parent
+            if not folder.is_dir():
+                raise SpecsimError(f"--plots: {folder} is not a folder")
+            same = folder.resolve() == output.parent.resolve()
+            drawn = calibration_plots(result.rows, staged.parent if same else outs.folder(folder, "--plots"),
+                                      output.stem, fitted.name)
+            figs = [folder / f.name for f in drawn]
     notes = [f"{k}: {v} row(s)" for k, v in result.skipped.items()]
     if result.dropped_noisy:
         notes.append(f"{result.dropped_noisy} row(s) dropped with std_ms > {max_rel_std:g} x time_ms")
@@ -146,8 +251,12 @@ def calibrate(
         print("skipped " + "; ".join(notes), file=sys.stderr)
     emit(result.report, fmt, f"calibration of {base.name}: mean absolute error (%)")
     values = {k: round(v, 4) for k, v in cal.fitted_values(fitted).items() if k in result.params}
-    for n, (lat, bw, p) in (fitted.interconnect.allreduce_by_world_size.items() if result.allreduce else []):
-        values[f"allreduce[{n}]"] = f"latency {lat * 1e6:.1f} us, busbw {bw / 1e9:.0f} GB/s, sharpness {p:.2f}"
+    ic = fitted.interconnect
+    for impl, table in (({"nccl": ic.allreduce_by_world_size, **ic.allreduce_by_implementation}.items())
+                        if result.allreduce else []):
+        for n, (lat, bw, p) in table.items():
+            tag = "" if impl == "nccl" else f"{impl} "
+            values[f"allreduce[{tag}{n}]"] = f"latency {lat * 1e6:.1f} us, busbw {bw / 1e9:.0f} GB/s, sharpness {p:.2f}"
     if fmt == "table":
         emit_mapping(values, fmt, "fitted parameters")
         print(f"wrote {output}" + (f" and {', '.join(str(f) for f in figs)}" if figs else ""))

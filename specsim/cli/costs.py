@@ -11,7 +11,21 @@ import pandas as pd
 import typer
 
 from specsim.calibration.measurements import predict_table, read_measurements, resolver
-from specsim.cli._format import check_format, emit, emit_mapping, parse_int_list
+from specsim.cli._format import check_format, emit, emit_mapping, emit_summary, parse_int_list
+from specsim.cli._options import (
+    Batch,
+    Context,
+    DtypeAlias,
+    Fmt,
+    Hardware,
+    KvDtype,
+    Model,
+    Tokens,
+    Tp,
+    WeightDtype,
+    check_batch_context,
+    weight_dtype,
+)
 from specsim.cli.main import app
 from specsim.cost import hardware as hwmod
 from specsim.cost import model as modelmod
@@ -19,21 +33,14 @@ from specsim.cost.dtypes import weight_bytes
 from specsim.cost.forward import FAMILIES, breakdown
 from specsim.cost.ops import PassShape, head_ops, layer_ops, make_shape
 from specsim.errors import SpecsimError
+from specsim.files import Outputs
 
 hardware_app = typer.Typer(help="Hardware profiles: list and show.", no_args_is_help=True)
 models_app = typer.Typer(help="Model catalogue: list and show.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
 app.add_typer(models_app, name="models")
 
-Fmt = Annotated[str, typer.Option("--format", "-f", help="table | csv | json")]
-HardwareOpt = Annotated[str, typer.Option("--hardware", "-H", help="profile name or path to a YAML")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="catalogue name or path to a config.json")]
-TpOpt = Annotated[int, typer.Option("--tp", help="tensor-parallel degree")]
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="weight dtype: bf16 | fp8 | int4")]
-KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 | fp8")]
-TokensOpt = Annotated[str, typer.Option("--tokens", help="new tokens per sequence: 1,2,4 or 1-16 or 1:4096:x2")]
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="sequences in the pass")]
-ContextOpt = Annotated[int, typer.Option("--context", "-L", help="KV-cache length each sequence attends to")]
+DEFAULT_TOKENS = "1,2,4,8,16,32,64,128,256,512"
 
 
 @hardware_app.command("list")
@@ -82,8 +89,9 @@ def models_list(fmt: Fmt = "table") -> None:
 @models_app.command("show")
 def models_show(name: str, fmt: Fmt = "table") -> None:
     """One model: architecture, parameters, bytes per dtype, KV bytes per token."""
-    m = modelmod.load_model(name)
     from dataclasses import asdict
+
+    m = modelmod.load_model(name)
 
     data: dict[str, object] = asdict(m)
     data["params"] = m.n_params()
@@ -97,46 +105,57 @@ def models_show(name: str, fmt: Fmt = "table") -> None:
     emit_mapping(data, fmt, f"model: {m.name}")
 
 
+CostModelOpt = Annotated[str | None, typer.Option(
+    "--cost-model", help="roofline | table (measured tables, the roofline outside them); default: the profile's")]
+AllreduceOpt = Annotated[str, typer.Option(
+    "--allreduce", help="all-reduce implementation: nccl (eager) | nccl_graph | custom (under CUDA graphs)")]
+
+
 def _ops_rows(hardware: str, model: str, tp: int, dtype: str, kv_dtype: str, tokens: str, batch: int,
-              context: int) -> tuple[PassShape, tuple[hwmod.HardwareProfile, modelmod.ModelSpec]]:
-    hw = hwmod.load_hardware(hardware)
-    m = modelmod.load_model(model)
+              context: int, cost_model: str | None = None, allreduce: str = "nccl",
+              ) -> tuple[PassShape, tuple[hwmod.HardwareProfile, modelmod.ModelSpec]]:
     q = np.array(parse_int_list(tokens, "--tokens"), dtype=float)
     if np.any(q < 1):
         raise SpecsimError("--tokens must be >= 1")
-    if batch < 1:
-        raise SpecsimError(f"--batch must be >= 1, got {batch}")
-    if context < 0:
-        raise SpecsimError(f"--context must be >= 0, got {context}")
-    shape = make_shape(batch, q, context, tp, dtype, kv_dtype)
+    check_batch_context(batch, context)
+    hw = hwmod.load_hardware(hardware)
+    m = modelmod.load_model(model)
+    m.check_tp(tp, "--tp")
+    if cost_model is not None:
+        hw = hw.with_cost_model(cost_model)
+    shape = make_shape(batch, q, context, tp, dtype, kv_dtype, allreduce)
     return shape, (hw, m)
 
 
 @app.command()
-def ops(hardware: HardwareOpt, model: ModelOpt, tokens: TokensOpt = "1,2,4,8,16,32,64,128,256,512",
-        batch: BatchOpt = 1, context: ContextOpt = 1024, tp: TpOpt = 1, dtype: DtypeOpt = "bf16",
-        kv_dtype: KvDtypeOpt = "bf16", fmt: Fmt = "table") -> None:
+def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1, context: Context = 1024,
+        tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16", fmt: Fmt = "table",
+        dtype_alias: DtypeAlias = None, cost_model: CostModelOpt = None, allreduce: AllreduceOpt = "nccl") -> None:
     """Per-op FLOPs, bytes and time of one layer, plus the pass's embedding, LM head and sampling.
 
     `tokens` in the output is the total new tokens in the pass (batch x tokens per sequence).
     """
     check_format(fmt)
-    shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context)
+    dtype = weight_dtype(weight_dtype_, dtype_alias)
+    shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context, cost_model, allreduce)
     rows = []
     for op in layer_ops(m, hw, shape) + head_ops(m, hw, shape):
         for i, t in enumerate(shape.tokens):
             rows.append({"op": op.name, "tokens": int(t), "flops": float(op.flops[i]), "bytes": float(op.bytes_[i]),
-                         "time_ms": float(op.time_s[i]) * 1e3, "bound": str(op.bound[i])})
+                         "time_ms": float(op.time_s[i]) * 1e3, "bound": str(op.bound[i]),
+                         "kernels": float(np.broadcast_to(op.kernels, op.time_s.shape)[i])})
     emit(pd.DataFrame(rows), fmt, f"one layer of {m.name} on {hw.name} (tp {tp}, batch {batch}, context {context})")
 
 
 @app.command()
-def forward(hardware: HardwareOpt, model: ModelOpt, tokens: TokensOpt = "1,2,4,8,16,32,64,128,256,512",
-            batch: BatchOpt = 1, context: ContextOpt = 1024, tp: TpOpt = 1, dtype: DtypeOpt = "bf16",
-            kv_dtype: KvDtypeOpt = "bf16", fmt: Fmt = "table") -> None:
+def forward(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1,
+            context: Context = 1024, tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16",
+            fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModelOpt = None,
+            allreduce: AllreduceOpt = "nccl") -> None:
     """Time of the whole forward pass, all layers, head and overheads, split by op family."""
     check_format(fmt)
-    shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context)
+    dtype = weight_dtype(weight_dtype_, dtype_alias)
+    shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context, cost_model, allreduce)
     br = breakdown(m, hw, shape)
     fam = br.by_family()
     total = br.time_s
@@ -147,26 +166,30 @@ def forward(hardware: HardwareOpt, model: ModelOpt, tokens: TokensOpt = "1,2,4,8
     df["time_per_token_ms"] = df["time_ms"] / df["tokens"]
     df["vs_first"] = df["time_ms"] / df["time_ms"].iloc[0]
     df["tflops"] = br.flops() / total / 1e12
-    emit(df, fmt, f"forward pass of {m.name} on {hw.name} (tp {tp}, batch {batch}, context {context})")
+    emit(df, fmt, f"forward pass of {m.name} on {hw.name} (tp {tp}, batch {batch}, context {context}; "
+         f"{br.cost_model} cost model)")
 
 
 @app.command()
-def predict(measurements: Path, hardware: Annotated[str | None, typer.Option(
-        "--hardware", "-H", help="profile for every row (default: each row's device)")] = None,
-        output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write")] = Path("predicted.csv"),
-) -> None:
+def predict(measurements: Annotated[Path, typer.Argument(help="measurement CSV (README: measurement tables)")],
+            hardware: Annotated[str | None, typer.Option(
+                "--hardware", "-H", help="profile for every row (default: each row's device)")] = None,
+            output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write")] = Path("predicted.csv"),
+            fmt: Fmt = "table") -> None:
     """Copy a measurement table and add `predicted_ms` (README: measurement tables)."""
-    df = read_measurements(measurements, need_time=False)
-    out = predict_table(df, resolver(hardware))
+    check_format(fmt)
+    with Outputs() as outs:
+        staged = outs.path(output)  # checked before any work
+        df = read_measurements(measurements, need_time=False)
+        out = predict_table(df, resolver(hardware))
+        out.to_csv(staged, index=False)
     missing = int(out["predicted_ms"].isna().sum())
     if missing:
         print(f"{missing} row(s) could not be predicted (unknown op or missing columns)", file=sys.stderr)
-    tmp = output.with_name(output.name + ".tmp")
-    out.to_csv(tmp, index=False)
-    tmp.replace(output)  # nothing half-written
     have = out["time_ms"].notna() & out["predicted_ms"].notna()
-    if have.any():
-        err = float(((out.loc[have, "predicted_ms"] / out.loc[have, "time_ms"]) - 1).abs().mean() * 100)
-        print(f"wrote {output}: {len(out)} rows, mean absolute error {err:.1f}% on {int(have.sum())} timed rows")
-    else:
-        print(f"wrote {output}: {len(out)} rows")
+    err = (float(((out.loc[have, "predicted_ms"] / out.loc[have, "time_ms"]) - 1).abs().mean() * 100)
+           if have.any() else None)
+    line = f"wrote {output}: {len(out)} rows" + (f", mean absolute error {err:.1f}% on {int(have.sum())} timed rows"
+                                                 if err is not None else "")
+    emit_summary(fmt, line, {"output": str(output), "rows": len(out), "predicted_rows": len(out) - missing,
+                             "timed_rows": int(have.sum()), "mean_abs_error_pct": err})

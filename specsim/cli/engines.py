@@ -20,10 +20,10 @@ def engines_list(fmt: Fmt = "table") -> None:
     rows = []
     for name in available():
         e = load_engine(name)
-        rows.append({"name": name, "version": e.version, "cuda_graphs": e.cuda_graphs,
-                     "async_scheduling": e.async_scheduling, "speculative_step_sync": e.spec_sync,
-                     "drafting": e.draft_loop, "allreduce": e.allreduce, "description": e.description})
-    emit(pd.DataFrame(rows), fmt, "engine profiles")
+        rows.append({"name": name, "graphs": e.cuda_graphs, "async": e.async_scheduling,
+                     "spec overlapped": e.async_scheduling and not e.spec_sync, "drafting": e.draft_loop,
+                     "all-reduce": e.allreduce, **({"version": e.version} if fmt != "table" else {})})
+    emit(pd.DataFrame(rows), fmt, "engine profiles (specsim engines show NAME for figures and sources)")
 
 
 @engines_app.command("show")

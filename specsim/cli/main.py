@@ -1,20 +1,44 @@
-"""Entry point: builds the typer app from the command modules and maps bad input to exit 2."""
+"""Entry point: builds the typer app from the command modules and maps outcomes to exit statuses.
+
+0 ok; 1 a check failed (``validate``); 2 bad input (a ``SpecsimError`` or a usage error), one line on
+stderr; 3 an internal error, one line asking for a report (the traceback only with SPECSIM_DEBUG=1);
+130 interrupted.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
+from typing import Annotated
 
 import typer
 
-from specsim.errors import SpecsimError
+from specsim import __version__
+from specsim.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ISSUE_TRACKER, SpecsimError
 
 app = typer.Typer(
     name="specsim",
-    help="Should you speculate, and how? Analytic speculative-decoding planner.",
+    help="Should you speculate, and how? Analytic speculative-decoding planner.\n\n"
+         "Exit status: 0 ok, 1 a check failed (validate), 2 bad input, 3 internal error.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"specsim {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """The root of every command: only --version lives here."""
 
 
 def _register() -> None:
@@ -22,30 +46,61 @@ def _register() -> None:
     from specsim.cli import (  # noqa: F401
         calib,
         costs,
+        engines,
         plan,
         report,
+        simulate,
         spec,
     )
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def internal_error(exc: BaseException) -> None:
+    """Report an unexpected exception as one line (the traceback too with SPECSIM_DEBUG=1); exit 3."""
+    if os.environ.get("SPECSIM_DEBUG") == "1":
+        traceback.print_exception(exc)
+    msg = _one_line(str(exc))[:500]
+    print(f"internal error: {type(exc).__name__}: {msg} — please report this at {ISSUE_TRACKER} with the "
+          "command you ran (SPECSIM_DEBUG=1 shows the traceback)", file=sys.stderr)
+    sys.exit(EXIT_INTERNAL)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; any SpecsimError becomes one line on stderr and exit status 2."""
+    """Run the CLI; exit statuses as in the module docstring."""
     _register()
     try:
         # With standalone_mode=False click returns (rather than raises) a command's exit code.
         code = app(args=argv, standalone_mode=False)
     except SpecsimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:
+        # stdout closed early (`specsim ... | head`): not an error of ours; silence the flush at exit
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), sys.stdout.fileno())
+        sys.exit(0)
+    except SystemExit:
+        raise
     except Exception as exc:
         # click usage errors (typer vendors click, so match on its exception API, not its class)
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+            _show_usage_error(exc)
+            sys.exit(EXIT_BAD_INPUT)
+        internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _show_usage_error(exc: Exception) -> None:
+    """A click usage error as one line: 'error: <message> (try: specsim CMD --help)'."""
+    ctx = getattr(exc, "ctx", None)
+    msg = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    hint = f" (try: {ctx.command_path} --help)" if ctx is not None else ""
+    print(f"error: {_one_line(msg)}{hint}", file=sys.stderr)

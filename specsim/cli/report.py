@@ -9,16 +9,19 @@ from typing import Annotated
 
 import typer
 
+from specsim.cli._format import check_format, emit_summary
+from specsim.cli._options import Fmt
 from specsim.cli.main import app
 
 
 @app.command()
 def report(
-    scenario: Path,
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML")],
     output: Annotated[Path, typer.Option("--output", "-o", help="folder for report.html, report.md, "
                                                                 "figures/ and plan.json")] = Path("report"),
     reference: Annotated[Path | None, typer.Option(help="Vidur reference timings, to check the hardware "
                                                         "profile's fit (default: ../shared/reference/vidur)")] = None,
+    fmt: Fmt = "table",
 ) -> None:
     """A capacity-planning report: the recommendation, verification cost, speedup by draft and k, the
     optimal k over batch and acceptance, the policy over the load, sensitivity, memory, capacity and
@@ -26,10 +29,14 @@ def report(
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from specsim.files import check_folder_target
     from specsim.plan.scenario import load_scenario
-    from specsim.report.build import STEPS, write_report  # matplotlib loads only for this command
+    from specsim.report.assemble import STEPS  # matplotlib loads only for this command
+    from specsim.report.write import OUTPUTS, write_report
 
+    check_format(fmt)
     t0 = time.perf_counter()
+    check_folder_target(output, OUTPUTS)
     s = load_scenario(scenario)  # bad input fails here, before any progress bar or file
     console = Console(file=sys.stderr)
     with Progress(TextColumn("[bold]report[/bold] {task.description:<26}"), BarColumn(), TimeElapsedColumn(),
@@ -45,6 +52,9 @@ def report(
 
         result = write_report(s, output, reference, tick)
         bar.advance(task)
-    print(result["recommendation"])
-    print(f"wrote {output}/report.html, report.md, plan.json and {len(result['figures'])} figures in "
-          f"{output}/figures/ ({time.perf_counter() - t0:.1f} s)")
+    seconds = time.perf_counter() - t0
+    line = (f"{result['recommendation']}\nwrote {output}/report.html, report.md, plan.json and "
+            f"{len(result['figures'])} figures in {output}/figures/ ({seconds:.1f} s)")
+    emit_summary(fmt, line, {"recommendation": result["recommendation"], "output": str(output),
+                             "files": ["report.html", "report.md", "plan.json",
+                                       *(f"figures/{f}" for f in result["figures"])], "seconds": round(seconds, 2)})

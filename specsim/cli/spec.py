@@ -11,15 +11,39 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from specsim.acceptance.chain import MEAN_LENGTH_CONVENTION, AcceptanceProfile, check_k, check_rates
+from specsim.acceptance.chain import (
+    MEAN_LENGTH_CONVENTION,
+    AcceptanceProfile,
+    alpha_from_mean_tokens,
+    check_k,
+    check_rates,
+)
 from specsim.acceptance.metrics import load_acceptance
-from specsim.acceptance.trees import Tree, TreeSpec, chain, load_tree, sibling_probs_independent
-from specsim.cli._format import parse_float_list, print_json, print_kv_table, print_rows_table
+from specsim.acceptance.trees import Tree, TreeSpec, chain, load_tree, sibling_probs_hazard
+from specsim.cli._format import (
+    check_format,
+    emit,
+    emit_mapping,
+    parse_float_list,
+    print_json,
+    print_kv_table,
+    print_rows_table,
+)
+from specsim.cli._options import (
+    Batch,
+    Context,
+    DtypeAlias,
+    Fmt,
+    KvDtype,
+    WeightDtype,
+    check_batch_context,
+)
+from specsim.cli._options import weight_dtype as resolve_weight_dtype
 from specsim.cli.main import app
-from specsim.errors import SpecsimError
+from specsim.cost.costmodel import describe as cost_model_label
+from specsim.engines.profile import load_engine
+from specsim.errors import EXIT_CHECK_FAILED, SpecsimError
 from specsim.plan.step import StepMetrics, ratio_step_metrics
-
-FORMATS = ("table", "json")
 
 ABSTRACT_NOTE = (
     "abstract cost model (seed chapter): target step = T, draft step = c*T, verification = one "
@@ -80,7 +104,7 @@ def _resolve(
                     "--sibling-probs, or --alpha/--alphas/--acceptance"
                 )
             depth_rates = profile.rates_for(max(spec.tree.depth, 1))
-            probs = sibling_probs_independent(depth_rates, int(spec.tree.ranks.max(initial=0)) + 1)
+            probs = sibling_probs_hazard(depth_rates, int(spec.tree.ranks.max(initial=0)) + 1)
         return _Config(profile, spec.tree, probs, False)
     if sibling_probs is not None:
         raise SpecsimError("--sibling-probs applies to --tree only")
@@ -114,10 +138,12 @@ def _real_cost_route(
     from specsim.cost.hardware import load_hardware
     from specsim.cost.model import load_model
     from specsim.drafts.build import make_draft
-    from specsim.plan.evaluate import Target, config_metrics, memory_per_gpu
+    from specsim.plan.evaluate import Target, bundled_engine, config_metrics, memory_per_gpu
 
     target = Target(load_hardware(hardware), load_model(model), setup["tp"], setup["weight_dtype"],
-                    setup["kv_dtype"])
+                    setup["kv_dtype"], engine=bundled_engine(setup["engine"]) if "/" not in setup["engine"]
+                    and not setup["engine"].endswith((".yaml", ".yml")) else load_engine(setup["engine"]))
+    target.model.check_tp(setup["tp"], "--tp")
     spec: dict[str, Any] = {"method": draft}
     for key in ("draft_tp", "topk", "num_draft_tokens"):
         if setup.get(key) is not None:
@@ -135,22 +161,46 @@ def _real_cost_route(
             probs = np.asarray(parse_float_list(sibling_probs, "--sibling-probs"))
         if probs is None:
             ranks = int(tspec.tree.ranks.max(initial=0)) + 1
-            probs = sibling_probs_independent(d.rates(max(tspec.tree.depth, 1)), ranks)
+            probs = sibling_probs_hazard(d.rates(max(tspec.tree.depth, 1)), ranks)
         tokens = float(tspec.tree.expected_tokens(probs))
         verify_q = float(tspec.tree.num_verify_tokens)
         k = tspec.tree.depth
     if k is None:
         raise SpecsimError("give the draft length --k K (or a --tree FILE)")
     check_k(k, "--k")
+    tau = setup.get("acceptance_length")
+    if tau is not None:
+        if tree_file is not None:
+            raise SpecsimError("give either --acceptance-length or a --tree's acceptance, not both")
+        q = float(d.verify_tokens_per_seq(k)) if k else 1.0
+        if not 1.0 <= tau <= q:
+            raise SpecsimError(f"--acceptance-length must lie in [1, {q:g}] at this draft shape (tokens per "
+                               f"verification step including the bonus token), got {tau:g}")
+        tokens = tau
+    mem = memory_per_gpu(target, d, k, batch, context)
+    if not bool(np.all(mem.fits)):
+        gib = mem.to_dict()
+        base = memory_per_gpu(target, make_draft("none", target.model), 0, batch, context)
+        why = ("even without speculation" if not bool(np.all(base.fits))
+               else f"with {d.label} at k={k} (plain decoding needs {float(base.total) / 2**30:.1f} GiB)")
+        need, cap = float(gib["total_gib"]), float(gib["capacity_gib"])
+        raise SpecsimError(f"does not fit: {need:.1f} GiB needed of {cap:.1f} GiB per GPU for {target.model.name} "
+                           f"on {setup['tp']}x {target.hardware.name} at batch {batch}, context {context}, "
+                           f"{setup['weight_dtype']} weights, {why}; lower --batch or --context, raise --tp, or use "
+                           "--weight-dtype fp8 / --kv-dtype fp8")
     m = config_metrics(target, d, k, batch, context, tokens_per_step=tokens, verify_tokens_per_seq=verify_q,
                        extra_overhead_s=overhead_time_s)
-    mem = memory_per_gpu(target, d, k, batch, context)
-    info = {"draft": d.label, "method": d.method, "acceptance": d.acceptance.source,
+    info = {"draft": d.label, "method": d.method, "engine": target.engine.name,
+            "acceptance": "measured acceptance length" if tau is not None else d.acceptance.source,
+            **({"acceptance_note": d.acceptance.note} if d.acceptance.note and tau is None else {}),
             "memory_gib_per_gpu": float(mem.total) / 2**30, "memory_capacity_gib": float(mem.capacity) / 2**30,
             "fits_memory": bool(mem.fits),
-            "k": k}
-    note = (f"roofline cost model: {target.model.name} on {setup['tp']}x {target.hardware.name}, draft {d.label} "
-            f"({d.method}), acceptance {d.acceptance.source}")
+            "k": k, "cost_model": cost_model_label(target.hardware)}
+    note = (f"{cost_model_label(target.hardware)} cost model: {target.model.name} on {setup['tp']}x "
+            f"{target.hardware.name} as {target.engine.name} runs it, draft {d.label} "
+            f"({d.method}), acceptance "
+            + ("measured (--acceptance-length)" if tau is not None else d.acceptance.source
+               + (f"; {d.acceptance.note}" if d.acceptance.note else "")))
     return m, note, info
 
 
@@ -175,8 +225,8 @@ def evaluate(
         str | None,
         typer.Option("--sibling-probs", help="tree acceptance by sibling rank p1,p2,.. (Sequoia vector), every depth"),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="sequences per step")] = 1,
-    context: Annotated[int, typer.Option("--context", "-L", help="context length (cost model only)")] = 1024,
+    batch: Batch = 1,
+    context: Context = 1024,
     draft_cost_ratio: Annotated[
         float | None, typer.Option("--draft-cost-ratio", "-c", help="draft step cost / target step cost (seed's c)")
     ] = None,
@@ -205,13 +255,22 @@ def evaluate(
     ] = None,
     tp: Annotated[int, typer.Option("--tp", help="target tensor-parallel degree")] = 1,
     draft_tp: Annotated[int | None, typer.Option("--draft-tp", help="draft model's TP degree")] = None,
-    weight_dtype: Annotated[str, typer.Option("--dtype", help="weight dtype: bf16 | fp8 | int4")] = "bf16",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 | fp8")] = "bf16",
+    weight_dtype_: WeightDtype = None,
+    kv_dtype: KvDtype = "bf16",
     topk: Annotated[int | None, typer.Option("--topk", help="EAGLE/Medusa tree expansion per level")] = None,
     num_draft_tokens: Annotated[
         int | None, typer.Option("--num-draft-tokens", help="tree budget (nodes) with --topk > 1")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    engine: Annotated[str, typer.Option("--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | "
+                                        "a version (specsim engines list) or a YAML path")] = "vllm",
+    acceptance_length: Annotated[float | None, typer.Option(
+        "--acceptance-length", help="measured mean acceptance length: tokens per verification step incl. the bonus "
+        "token, as vLLM / SGLang print it")] = None,
+    grid: Annotated[Path | None, typer.Option(
+        "--grid", help="CSV with one configuration per row, columns named as these flags; adds the outputs")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="with --grid: CSV to write")] = None,
+    fmt: Fmt = "table",
+    dtype_alias: DtypeAlias = None,
 ) -> None:
     """Tokens per step, step time, throughput and speedup of one speculative configuration.
 
@@ -220,24 +279,27 @@ def evaluate(
     target step (growing past --ridge-tokens if given). speedup is against plain decoding at the
     same batch; tokens_per_step includes the bonus token.
     """
-    if fmt not in FORMATS:
-        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
-    if batch < 1:
-        raise SpecsimError(f"--batch must be >= 1, got {batch}")
-    if context < 0:
-        raise SpecsimError(f"--context must be >= 0, got {context}")
-    if overhead_ms < 0:
+    check_format(fmt)
+    if grid is not None:
+        from specsim.cli.published import run_grid
+
+        sys.exit(run_grid(grid, output, fmt))
+    if output is not None:
+        raise SpecsimError("--output applies to --grid only")
+    check_batch_context(batch, context)
+    weight_dtype = resolve_weight_dtype(weight_dtype_, dtype_alias)
+    if not 0 <= overhead_ms < float("inf"):
         raise SpecsimError(f"--overhead-ms must be >= 0, got {overhead_ms:g}")
     real = any(x is not None for x in (hardware, model, draft))
     if real and draft_cost_ratio is not None:
         raise SpecsimError("give either --draft-cost-ratio or --hardware/--model/--draft, not both")
     if not real and draft_cost_ratio is None:
         raise SpecsimError("give a cost source: --draft-cost-ratio C, or --hardware H --model M --draft D")
-    if draft_cost_ratio is not None and not draft_cost_ratio >= 0:
-        raise SpecsimError(f"--draft-cost-ratio must be >= 0, got {draft_cost_ratio:g}")
-    if not target_step_ms > 0:
-        raise SpecsimError(f"--target-step-ms must be > 0, got {target_step_ms:g}")
-    if ridge_tokens is not None and not ridge_tokens > 0:
+    if draft_cost_ratio is not None and not 0 <= draft_cost_ratio < float("inf"):
+        raise SpecsimError(f"--draft-cost-ratio must be a finite number >= 0, got {draft_cost_ratio:g}")
+    if not 0 < target_step_ms < float("inf"):
+        raise SpecsimError(f"--target-step-ms must be a finite number > 0, got {target_step_ms:g}")
+    if ridge_tokens is not None and not 0 < ridge_tokens < float("inf"):
         raise SpecsimError(f"--ridge-tokens must be > 0, got {ridge_tokens:g}")
 
     if real:
@@ -246,15 +308,17 @@ def evaluate(
         if alpha is not None:
             check_rates(alpha, "--alpha")
         setup = {"tp": tp, "draft_tp": draft_tp, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "topk": topk,
-                 "num_draft_tokens": num_draft_tokens}
+                 "num_draft_tokens": num_draft_tokens, "engine": engine, "acceptance_length": acceptance_length}
+        if acceptance_length is not None and any(x is not None for x in (alpha, alphas, acceptance)):
+            raise SpecsimError("give one acceptance: --acceptance-length, --alpha, --alphas or --acceptance")
         profile = _profile(alpha, alphas, acceptance, k)
         metrics, cost_note, extra = _real_cost_route(hardware, model, draft, profile, k, tree, sibling_probs, batch,
                                                      context, overhead_ms / 1e3, setup)
         result = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
         info = {**extra, "batch": batch, "context": context, "tp": tp, "cost_source": cost_note,
                 "convention": MEAN_LENGTH_CONVENTION}
-        if fmt == "json":
-            print_json({**result, **info})
+        if fmt != "table":
+            emit_mapping({**result, **info}, fmt)
             return
         rows = [(key, value) for key, value in result.items()]
         rows += [("memory per GPU (GiB)", f"{extra['memory_gib_per_gpu']:.1f} of {extra['memory_capacity_gib']:.1f}"),
@@ -262,6 +326,12 @@ def evaluate(
         print_kv_table(f"speculative step: {extra['draft']} k={extra['k']}, batch {batch}, context {context}", rows,
                        note=cost_note + "\n" + "tokens_per_step: " + MEAN_LENGTH_CONVENTION)
         return
+    if acceptance_length is not None:
+        if k is None:
+            raise SpecsimError("--acceptance-length needs the draft length --k K")
+        if not 1.0 <= acceptance_length <= k + 1:
+            raise SpecsimError(f"--acceptance-length must lie in [1, k+1] = [1, {k + 1}], got {acceptance_length:g}")
+        alpha = float(alpha_from_mean_tokens(acceptance_length, k)) if k else 0.0
     cfg = _resolve(alpha, alphas, acceptance, k, tree, sibling_probs)
     t = cfg.tree
     if cfg.is_chain:
@@ -298,8 +368,8 @@ def evaluate(
     }
     if cfg.is_chain and cfg.profile is not None:
         info["alpha_per_position"] = [float(a) for a in cfg.profile.rates_for(t.num_nodes)]
-    if fmt == "json":
-        print_json({**result, **info})
+    if fmt != "table":
+        emit_mapping({**result, **info}, fmt)
         return
     shape = f"chain k={t.num_nodes}" if cfg.is_chain else f"tree of {t.num_nodes} nodes, depth {t.depth}"
     rows = [(key, value) for key, value in result.items()]
@@ -315,16 +385,31 @@ def evaluate(
 def validate(
     seed: Annotated[int, typer.Option("--seed", help="seed of every random generator")] = 0,
     samples: Annotated[int, typer.Option("--samples", help="Monte-Carlo steps (and sequences) per check")] = 10_000,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    published: Annotated[bool, typer.Option(
+        "--published", help="instead: the planner's speedup error against published results, by source group",
+    )] = False,
+    corpus: Annotated[Path | None, typer.Option(
+        "--corpus", help="with --published: a corpus CSV in specsim/validation/data/published.csv's columns")] = None,
+    fmt: Fmt = "table",
 ) -> None:
-    """Run the exact reference sampler against the formulas on seeded cases and compare.
+    """Run the exact reference sampler against the formulas on seeded cases and compare; with
+    --published, price the project's corpus of published speculative-decoding results (each row naming
+    its source) and report the error per source group, with the source's acceptance given and without.
 
-    Exit status 1 if any check fails.
+    Exit status 1 if any reference check fails (2: bad input).
     """
-    if fmt not in FORMATS:
-        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
-    if samples < 100:
-        raise SpecsimError(f"--samples must be >= 100, got {samples}")
+    check_format(fmt)
+    if published:
+        from specsim.cli.published import run_published
+
+        run_published(fmt, corpus)
+        return
+    if corpus is not None:
+        raise SpecsimError("--corpus applies to --published only")
+    if not 100 <= samples <= 10_000_000:
+        raise SpecsimError(f"--samples must be in [100, 10000000], got {samples}")
+    if not 0 <= seed < 2**32:
+        raise SpecsimError(f"--seed must be in [0, 2**32), got {seed}")
     from rich.console import Console
 
     from specsim.acceptance.check import run_validation  # scipy and the sampler only when asked for
@@ -335,6 +420,10 @@ def validate(
     failed = sum(not r.passed for r in rows)
     if fmt == "json":
         print_json({"seed": seed, "samples": samples, "failed": failed, "checks": [r.as_dict() for r in rows]})
+    elif fmt in ("csv", "markdown"):
+        import pandas as pd
+
+        emit(pd.DataFrame([r.as_dict() for r in rows]), fmt, f"reference sampler vs formulas (seed {seed})")
     else:
         print_rows_table(
             f"reference sampler vs formulas (seed {seed}, {samples} samples per check)",
@@ -349,7 +438,7 @@ def validate(
     if failed:
         # SystemExit, not typer.Exit: click (standalone_mode=False) returns an Exit's code
         # instead of raising it, and main() would drop it.
-        sys.exit(1)
+        sys.exit(EXIT_CHECK_FAILED)
 
 
 @app.command()
@@ -358,11 +447,12 @@ def beta(
     q: Annotated[str, typer.Option("--q", help="draft distribution (or logits), same vocabulary")],
     logits: Annotated[bool, typer.Option("--logits", help="--p/--q are logits, not probabilities")] = False,
     temperature: Annotated[float, typer.Option("--temperature", help="with --logits; 0 = greedy")] = 1.0,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    fmt: Fmt = "table",
 ) -> None:
     """Acceptance probability of one draft token, beta = sum min(p, q) = 1 - TV(p, q), and the residual."""
-    if fmt not in FORMATS:
-        raise SpecsimError(f"--format must be one of {' | '.join(FORMATS)}, got {fmt!r}")
+    check_format(fmt)
+    if not 0 <= temperature < float("inf"):
+        raise SpecsimError(f"--temperature must be a finite number >= 0, got {temperature:g}")
     from specsim.acceptance.chain import acceptance_beta, residual_distribution, softmax
 
     pa = np.asarray(parse_float_list(p, "--p"))
@@ -374,8 +464,8 @@ def beta(
     b = float(acceptance_beta(pa, qa))
     res = residual_distribution(pa, qa)
     out = {"beta": b, "tv_distance": 1.0 - b, "residual": [float(x) for x in res], "p": pa, "q": qa}
-    if fmt == "json":
-        print_json(out)
+    if fmt != "table":
+        emit_mapping(out, fmt)
         return
     print_kv_table(
         "one draft token: acceptance and residual",

@@ -18,7 +18,20 @@ from specsim.files import positive, read_mapping, require
 
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
-                  "efficiency", "provenance"}
+                  "efficiency", "provenance", "cost_model"}
+COST_MODELS = ("roofline", "table")
+
+
+@dataclass(frozen=True)
+class CostModelChoice:
+    """Which cost model times kernels on this profile (specsim/cost/costmodel.py): the roofline, or
+    measured tables interpolated where they cover a shape with the roofline outside. Tables come from
+    `measurements` (a CSV in the measurement schema) or, when none is given, NVIDIA's tables of the
+    installed aiconfigurator-core for this GPU and `framework`."""
+
+    backend: str = "roofline"
+    framework: str = "vllm"
+    measurements: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,21 @@ class Efficiency:
     bw_ramp_ctas_frac: float = 0.05  # fraction of SMs that must hold a CTA for HBM to stream at full rate
     power_throttle: float = 0.0  # slowdown of long compute-bound kernels at the power limit (0 = none)
     throttle_tau_ms: float = 1.0  # kernel time at which half of power_throttle applies
+    swap_tile_efficiency: float = 0.6  # tensor-core rate of skinny-M (swap-AB, 8..256-token) tiles vs full tiles
+    splitk_overhead_us: float = 2.0  # the split-K reduction kernel (cuBLAS splitKreduce) of a split-K > 1 GEMM
+    l2_resident_frac: float = 0.7  # L2 a repeated working set can hold, in units of l2_mb (benchmark replays)
+    l2_stream_tb_per_s: float = 5.0  # rate a streaming kernel reads L2-resident operands (benchmark replays)
+    fp8_compute: float = 0.9  # fp8 tile rate relative to gemm_compute x fp8 peak
+    dequant_tera_per_s: float = 40.0  # weight-only (int4/int8/fp8-on-bf16) dequantisation, T elements/s
+    attention_memory: float = 0.9  # fraction of HBM bandwidth a decode-attention kernel reaches
+    attention_overhead_us: float = 8.0  # fixed cost of one attention kernel (split-KV combine included)
+    attention_cta_us: float = 2.5  # fixed cost of one (sequence x KV head) work unit, per SM
+    attention_cta_overlap: float = 1.0  # p-norm joining the work units' cost with streaming (1 = in series)
+    attention_split_us: float = 2.0  # the split-KV combine kernel's cost (flash-decoding at small batch)
+    moe_compute: float = 0.6  # fused-MoE grouped GEMM tile rate relative to a dense GEMM's
+    moe_overhead_us: float = 20.0  # fixed cost of a fused MoE layer (routing, token sort/align, activation)
+    moe_permute_tb_per_s: float = 2.0  # rate of gathering each token's hidden state for its experts
+    moe_expert_us: float = 0.1  # setup of one active expert's block in a fused MoE kernel (serial)
     source: str = "datasheet defaults"
 
     FITTABLE = (
@@ -52,9 +80,27 @@ class Efficiency:
         "bw_ramp_ctas_frac",
         "power_throttle",
         "throttle_tau_ms",
+        "swap_tile_efficiency",
+        "splitk_overhead_us",
+        "l2_resident_frac",
+        "l2_stream_tb_per_s",
+        "fp8_compute",
+        "dequant_tera_per_s",
+        "attention_memory",
+        "attention_overhead_us",
+        "attention_cta_us",
+        "attention_cta_overlap",
+        "attention_split_us",
+        "moe_compute",
+        "moe_overhead_us",
+        "moe_permute_tb_per_s",
+        "moe_expert_us",
     )
-    NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles")
-    FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac")
+    NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles", "splitk_overhead_us", "attention_cta_us",
+                   "attention_split_us",
+                   "moe_overhead_us", "moe_expert_us")
+    FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac",
+                 "swap_tile_efficiency", "fp8_compute", "attention_memory", "moe_compute")
 
 
 @dataclass(frozen=True)
@@ -70,6 +116,16 @@ class Interconnect:
     allreduce_busbw_bytes_per_s: float
     allreduce_latency_s: float
     allreduce_by_world_size: dict[int, tuple[float, float, float]] = field(default_factory=dict)
+    #: Other all-reduce implementations (ALLREDUCE_IMPLEMENTATIONS less "nccl", which is the fields
+    #: above): {impl: {n: (latency_s, busbw_bytes_per_s, sharpness)}}; an implementation or GPU count
+    #: missing here falls back to eager NCCL's figures (roofline.allreduce_time_s).
+    allreduce_by_implementation: dict[str, dict[int, tuple[float, float, float]]] = field(default_factory=dict)
+
+
+#: All-reduce implementations a caller chooses among: eager NCCL called op by op (PyTorch eager, the
+#: Vidur network files), NCCL captured in a CUDA graph, and an engine's custom all-reduce (vLLM /
+#: SGLang custom AR, TensorRT-LLM AUTO one-/two-shot) captured in a CUDA graph.
+ALLREDUCE_IMPLEMENTATIONS = ("nccl", "nccl_graph", "custom")
 
 
 @dataclass(frozen=True)
@@ -91,6 +147,7 @@ class HardwareProfile:
     #: The memory an engine sees (CUDA's total, what vLLM's gpu_memory_utilization multiplies), in
     #: bytes; profiles state it in GiB (`memory_gib`); without it, the datasheet GB read as GiB.
     total_memory_bytes: float = 0.0
+    cost_model: CostModelChoice = field(default_factory=CostModelChoice)
 
     def __post_init__(self) -> None:
         if not self.total_memory_bytes:
@@ -108,6 +165,15 @@ class HardwareProfile:
 
     def with_efficiency(self, **changes: float) -> HardwareProfile:
         return dataclasses.replace(self, efficiency=dataclasses.replace(self.efficiency, **changes))
+
+    def with_cost_model(self, backend: str, framework: str | None = None,
+                        measurements: str | None = None) -> HardwareProfile:
+        """The profile with another cost model (`--cost-model`); SpecsimError for an unknown one."""
+        if backend not in COST_MODELS:
+            raise SpecsimError(f"unknown cost model '{backend}' (known: {', '.join(COST_MODELS)})")
+        choice = CostModelChoice(backend, framework or self.cost_model.framework,
+                                 measurements if measurements is not None else self.cost_model.measurements)
+        return dataclasses.replace(self, cost_model=choice)
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """The profile in the YAML schema it was read from (for fitted profiles)."""
@@ -130,15 +196,22 @@ class HardwareProfile:
                 "link_bw_gb_per_s": self.interconnect.link_bw_bytes_per_s / 1e9,
                 "allreduce_busbw_gb_per_s": self.interconnect.allreduce_busbw_bytes_per_s / 1e9,
                 "allreduce_latency_us": self.interconnect.allreduce_latency_s * 1e6,
-                **({"allreduce_by_world_size": {
-                    int(n): {"latency_us": lat * 1e6, "busbw_gb_per_s": bw / 1e9, "sharpness": p}
-                    for n, (lat, bw, p) in sorted(self.interconnect.allreduce_by_world_size.items())}}
+                **({"allreduce_by_world_size": _allreduce_yaml(self.interconnect.allreduce_by_world_size)}
                    if self.interconnect.allreduce_by_world_size else {}),
+                **({"allreduce_by_implementation": {
+                    impl: _allreduce_yaml(t) for impl, t in self.interconnect.allreduce_by_implementation.items()}}
+                   if self.interconnect.allreduce_by_implementation else {}),
             },
             "launch_overhead_us": self.launch_overhead_s * 1e6,
             "efficiency": eff,
             "provenance": self.provenance,
+            **({"cost_model": dataclasses.asdict(self.cost_model)} if self.cost_model != CostModelChoice() else {}),
         }
+
+
+def _allreduce_yaml(table: dict[int, tuple[float, float, float]]) -> dict[int, dict[str, float]]:
+    return {int(n): {"latency_us": lat * 1e6, "busbw_gb_per_s": bw / 1e9, "sharpness": p}
+            for n, (lat, bw, p) in sorted(table.items())}
 
 
 def profiles_dir() -> Path:
@@ -158,7 +231,13 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
         path = profiles_dir() / f"{text}.yaml"
         if not path.is_file():
             raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
-    return parse_hardware(read_mapping(path), str(path))
+    data = read_mapping(path)
+    try:
+        return parse_hardware(data, str(path))
+    except SpecsimError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a field of an unexpected type: bad input
+        raise SpecsimError(f"{path}: malformed profile ({type(exc).__name__}: {exc})") from None
 
 
 def _efficiency(raw: Any, where: str) -> Efficiency:
@@ -169,7 +248,8 @@ def _efficiency(raw: Any, where: str) -> Efficiency:
     known = {f.name for f in dataclasses.fields(Efficiency)}
     unknown = set(raw) - known
     if unknown:
-        raise SpecsimError(f"{where}: unknown efficiency field(s) {sorted(unknown)} (allowed: {sorted(known)})")
+        raise SpecsimError(f"{where}: unknown efficiency field(s) {sorted(map(str, unknown))} "
+                           f"(allowed: {sorted(known)})")
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "source":
@@ -205,19 +285,85 @@ def _allreduce_table(raw: Any, where: str) -> dict[int, tuple[float, float, floa
             raise SpecsimError(f"{w}: expected GPU count >= 2 mapped to {{latency_us, busbw_gb_per_s, sharpness}}")
         unknown = set(entry) - {"latency_us", "busbw_gb_per_s", "sharpness"}
         if unknown:
-            raise SpecsimError(f"{w}: unknown field(s) {sorted(unknown)} "
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} "
                                "(allowed: busbw_gb_per_s, latency_us, sharpness)")
         table[n] = (positive(entry, "latency_us", w) * 1e-6, positive(entry, "busbw_gb_per_s", w) * 1e9,
                     float(positive(entry, "sharpness", w)) if "sharpness" in entry else 1.0)
     return table
 
 
+def _allreduce_impls(raw: Any, where: str) -> dict[str, dict[int, tuple[float, float, float]]]:
+    """interconnect.allreduce_by_implementation: {nccl_graph | custom: {n: {latency_us, busbw_gb_per_s,
+    sharpness}}} (eager NCCL is allreduce_by_world_size)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'allreduce_by_implementation' must be a mapping of implementation "
+                           f"({', '.join(ALLREDUCE_IMPLEMENTATIONS[1:])}) to GPU-count tables")
+    out: dict[str, dict[int, tuple[float, float, float]]] = {}
+    for impl, table in raw.items():
+        if impl not in ALLREDUCE_IMPLEMENTATIONS[1:]:
+            raise SpecsimError(f"{where}.allreduce_by_implementation: unknown implementation {str(impl)!r} "
+                               f"(allowed: {', '.join(ALLREDUCE_IMPLEMENTATIONS[1:])}; eager nccl is "
+                               "allreduce_by_world_size)")
+        out[str(impl)] = _allreduce_table(table, f"{where}.allreduce_by_implementation.{impl}")
+    return out
+
+
+def _cost_model(raw: Any, where: str) -> CostModelChoice:
+    """cost_model: roofline | table, or {backend, framework, measurements}."""
+    if raw is None:
+        return CostModelChoice()
+    if isinstance(raw, str):
+        raw = {"backend": raw}
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'cost_model' must be roofline, table or a mapping "
+                           "{backend, framework, measurements}")
+    if unknown := set(raw) - {"backend", "framework", "measurements"}:
+        raise SpecsimError(f"{where}: cost_model: unknown field(s) {sorted(map(str, unknown))} "
+                           "(allowed: backend, framework, measurements)")
+    backend = str(raw.get("backend", "roofline"))
+    if backend not in COST_MODELS:
+        raise SpecsimError(f"{where}: cost_model.backend must be one of {', '.join(COST_MODELS)}, got {backend!r}")
+    measurements = raw.get("measurements")
+    if measurements is not None:
+        path = Path(str(measurements))
+        if not path.is_absolute() and where and Path(where).parent.is_dir():
+            path = Path(where).parent / path  # relative to the profile's folder
+        measurements = str(path)
+    return CostModelChoice(backend, str(raw.get("framework") or "vllm"), measurements)
+
+
+def _nonnegative(data: dict[str, Any], key: str, where: str) -> float:
+    """An optional finite number >= 0 (0 when absent)."""
+    if data.get(key) is None:
+        return 0.0
+    value = float(require(data, key, where))
+    if not 0 <= value < float("inf"):
+        raise SpecsimError(f"{where}: field '{key}' must be a finite number >= 0, got {value}")
+    return value
+
+
+def _mapping(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise SpecsimError(f"{where}: field '{key}' must be a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
 def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
     """Validate a profile mapping (the YAML schema in the README, "Hardware profiles")."""
     unknown = set(data) - TOP_LEVEL_KEYS
     if unknown:
-        raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {sorted(TOP_LEVEL_KEYS)})")
+        raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} (allowed: {sorted(TOP_LEVEL_KEYS)})")
     peaks_raw = require(data, "peak_tflops", where, dict)
+    if unknown_peaks := set(peaks_raw) - set(COMPUTE_DTYPES):
+        raise SpecsimError(f"{where}: unknown peak_tflops field(s) {sorted(map(str, unknown_peaks))} "
+                           f"(allowed: {', '.join(COMPUTE_DTYPES)})")
+    for dtype in ("bf16", "fp16"):
+        if dtype in peaks_raw and peaks_raw[dtype] is None:
+            raise SpecsimError(f"{where}: peak_tflops.{dtype} is null; give the dense {dtype} peak in TFLOPS "
+                               "(or leave the key out to use the other 16-bit peak)")
     peaks: dict[str, float | None] = {}
     for dtype in COMPUTE_DTYPES:
         value = peaks_raw.get(dtype)
@@ -238,7 +384,7 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         description=str(data.get("description", "")),
         vendor=vendor,
         sm_count=int(positive(data, "sm_count", where)),
-        clock_mhz=float(data.get("clock_mhz") or 0.0),
+        clock_mhz=_nonnegative(data, "clock_mhz", where),
         memory_bytes=positive(data, "memory_gb", where) * 1e9,
         total_memory_bytes=(positive(data, "memory_gib", where) * 2**30) if data.get("memory_gib") is not None else 0.0,
         mem_bw_bytes_per_s=positive(data, "mem_bw_tb_per_s", where) * 1e12,
@@ -250,9 +396,11 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
             allreduce_busbw_bytes_per_s=positive(ic, "allreduce_busbw_gb_per_s", icw) * 1e9,
             allreduce_latency_s=positive(ic, "allreduce_latency_us", icw) * 1e-6,
             allreduce_by_world_size=_allreduce_table(ic.get("allreduce_by_world_size"), icw),
+            allreduce_by_implementation=_allreduce_impls(ic.get("allreduce_by_implementation"), icw),
         ),
         launch_overhead_s=positive(data, "launch_overhead_us", where) * 1e-6,
         efficiency=_efficiency(data.get("efficiency"), where),
-        provenance=dict(data.get("provenance") or {}),
+        provenance=_mapping(data, "provenance", where),
         source_path=where,
+        cost_model=_cost_model(data.get("cost_model"), where),
     )

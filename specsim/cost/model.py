@@ -214,7 +214,14 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
             raise SpecsimError(f"unknown model '{text}' (known: {', '.join(available())}; a Hugging Face id "
                                "listed in specsim/cost/models/aliases.yaml; or a path to a config.json)")
     name = path.stem if path.name != "config.json" else path.parent.name
-    return parse_config(read_mapping(path), name, str(path))
+    cfg = read_mapping(path)
+    try:
+        return parse_config(cfg, name, str(path))
+    except SpecsimError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
+        # an optional field of the wrong type (e.g. a list where a count belongs): bad input, not a crash
+        raise SpecsimError(f"{path}: malformed config ({type(exc).__name__}: {exc})") from None
 
 
 def _int(cfg: dict[str, Any], key: str, where: str) -> int:

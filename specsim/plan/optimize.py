@@ -218,6 +218,7 @@ class Plan:
     band: dict[str, Any] | None = None  # the decision under the acceptance band's low / high cases
     dynamic_profile: dict[str, Any] | None = None  # vLLM dynamic speculative decoding profile
     chain_policy: list[dict[str, Any]] | None = None  # the best chain-only schedule (engines without trees)
+    serving: dict[str, Any] | None = None  # objective slo with traffic: the choice by simulation (simulate/slo.py)
 
 
 def bucket_points(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -433,6 +434,19 @@ def _prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) 
 
 
 def plan(s: Scenario) -> Plan:
+    """The analytic plan; for `objective: slo` with `serving.slo` and traffic (or an arrival rate) to simulate,
+    the draft, policy and replicas are then chosen by simulation against the SLO's percentiles, and the
+    engine configs follow that choice (simulate/slo.py)."""
+    p = _plan(s)
+    if s.objective == "slo" and s.serving is not None and s.serving.slo is not None and (
+            s.traffic is not None or s.arrival is not None):
+        from specsim.simulate.slo import optimise_slo  # the serving simulation sits above the planner
+
+        p = optimise_slo(s, p)
+    return p
+
+
+def _plan(s: Scenario) -> Plan:
     t = target_of(s)
     if s.arrival is not None:
         return _plan_arrival(s, t)

@@ -1,6 +1,8 @@
 """Scenario files: target, hardware, drafts, load and objective, validated on load.
 
-Every error names the file, the field and the allowed values (README, "Scenario files").
+Every error names the file, the field and the allowed values (README, "Scenario files"); errors in the
+`traffic:` and `serving:` sections (the serving simulation's, parsed by `simulate.config`) name the line too.
+A scenario with `traffic:` and no `load:` is planned at a load derived from it (`arrival_from_traffic`).
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
-from specsim.files import read_mapping
+from specsim.files import read_mapping, read_text
 from specsim.plan.evaluate import DEFAULT_ENGINE, bundled_engine
+from specsim.simulate.config import ServingSpec, TrafficSpec, Where, parse_sections, yaml_lines
+from specsim.simulate.traffic import TraceArrivals
 
 OBJECTIVES = ("throughput", "latency", "slo")
 MAX_CONTEXT = 1_000_000_000  # tokens; a bound on input, not on what fits (the planner checks memory)
 TOP_KEYS = {"name", "description", "hardware", "model", "tp", "weight_dtype", "kv_dtype", "objective",
             "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes",
-            "task", "temperature", "engine"}  # task / temperature: what the acceptance priors are looked up for
+            "task", "temperature", "engine",  # task / temperature: what the acceptance priors are looked up for
+            "traffic", "serving"}  # the serving simulation's sections (simulate/config.py)
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ class Scenario:
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     engine: EngineProfile = field(default_factory=bundled_engine)  # the serving engine (vLLM unless said)
+    traffic: TrafficSpec | None = field(default=None, compare=False)  # `traffic:` (specsim simulate)
+    serving: ServingSpec | None = field(default=None, compare=False)  # `serving:` (specsim simulate)
 
 
 def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: float | None = None,
@@ -202,14 +209,32 @@ def _read_acceptance_window(acc: dict[str, Any], base: Path, where: str) -> Any:
         raise SpecsimError(f"{where}.acceptance: {exc}") from None
 
 
-def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
+def arrival_from_traffic(traffic: TrafficSpec) -> ArrivalLoad:
+    """The analytic planner's load for a `traffic:` section: its mean arrival rate (a rate curve's daily
+    mean, a trace's rate x speedup) and its mean prompt and output lengths (a replayed trace's own)."""
+    t = traffic.traffic
+    arr = t.arrivals
+    trace = arr.trace if isinstance(arr, TraceArrivals) else None
+    prompt = t.prompt.mean_tokens if t.prompt is not None else float(trace.prompt_tokens.mean()) if trace else 1.0
+    output = t.output.mean_tokens if t.output is not None else float(trace.output_tokens.mean()) if trace else 1.0
+    rate = t.mean_rate_rps
+    if not math.isfinite(rate) or rate <= 0:
+        raise SpecsimError("traffic: no arrival rate to plan for (a trace of one request)")
+    return ArrivalLoad(float(rate), max(1, round(prompt)), max(1, round(output)))
+
+
+def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | None = None) -> Scenario:
+    """A Scenario from a parsed file; `lines` (dotted path -> line, `simulate.config.yaml_lines`) lets errors
+    in the traffic / serving sections name their line."""
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} "
                            f"(allowed: {', '.join(sorted(TOP_KEYS))})")
-    for key in ("hardware", "model", "load"):
+    for key in ("hardware", "model"):
         if key not in data:
             raise SpecsimError(f"{where}: missing field '{key}'")
+    if "load" not in data and "traffic" not in data:
+        raise SpecsimError(f"{where}: missing field 'load' (or a 'traffic' section to derive it from)")
     base = Path(where).parent
     try:
         hw = load_hardware(_relative(data["hardware"], base))
@@ -220,8 +245,11 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     if objective not in OBJECTIVES:
         raise SpecsimError(f"{where}: field 'objective' must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     slo = _num(data, "slo_ms_per_token", where, None, lo=1e-6)
+    traffic, serving = parse_sections(data, where, lines, Path(where).parent)
+    if slo is None and serving is not None and serving.slo is not None:
+        slo = serving.slo.tpot_s * 1e3  # the analytic plan's per-token bound: the TPOT bound
     if objective == "slo" and slo is None:
-        raise SpecsimError(f"{where}: objective 'slo' needs field 'slo_ms_per_token'")
+        raise SpecsimError(f"{where}: objective 'slo' needs field 'slo_ms_per_token' (or serving.slo)")
     wd, kd = str(data.get("weight_dtype", "bf16")), str(data.get("kv_dtype", "bf16"))
     if wd not in WEIGHT_BYTES:
         raise SpecsimError(f"{where}: field 'weight_dtype' must be one of {', '.join(WEIGHT_BYTES)}, got {wd!r}")
@@ -245,7 +273,17 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
     labels = [d.label for d in drafts]
     if dup := sorted({x for x in labels if labels.count(x) > 1}):
         raise SpecsimError(f"{where}: drafts: more than one draft named {dup[0]!r}; give each a distinct 'name'")
-    buckets, arrival = _load(data["load"], where)
+    if serving is not None and serving.draft is not None and serving.draft not in labels:
+        raise Where(where, "serving", lines).error(f"field 'draft' must be one of the scenario's drafts "
+                                                   f"({', '.join(labels)}), got {serving.draft!r}", "draft")
+    if "load" in data:
+        buckets, arrival = _load(data["load"], where)
+    else:
+        assert traffic is not None
+        try:
+            buckets, arrival = (), arrival_from_traffic(traffic)
+        except SpecsimError as exc:
+            raise SpecsimError(f"{where}: {exc}") from None
     tp = _num(data, "tp", where, 1, lo=1, hi=64, integer=True)
     model.check_tp(tp, f"{where}: field 'tp'")
     try:
@@ -260,13 +298,15 @@ def parse_scenario(data: dict[str, Any], where: str) -> Scenario:
         memory_utilization=_num(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
         drafts=drafts, buckets=buckets, arrival=arrival,
         gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data, engine=engine,
+        traffic=traffic, serving=serving,
     )
 
 
 def load_scenario(path: str | Path) -> Scenario:
     data = read_mapping(Path(path))
+    lines = yaml_lines(read_text(path)) if "traffic" in data or "serving" in data else None
     try:
-        return parse_scenario(data, str(path))
+        return parse_scenario(data, str(path), lines)
     except SpecsimError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a field of an unexpected type: bad input

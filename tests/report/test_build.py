@@ -22,8 +22,9 @@ from specsim.plan import capacity as capacity_mod
 from specsim.plan.optimize import plan
 from specsim.plan.scenario import load_scenario, parse_scenario
 from specsim.plan.summary import plan_dict
-from specsim.report import build as rp
+from specsim.report import assemble, context, write
 from specsim.report.html import markdown_to_html
+from specsim.report.sections import capacity, heatmap, policy, sensitivity
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
 BUILT: dict[str, tuple[Path, float]] = {}
@@ -83,7 +84,7 @@ def test_report_numbers_are_the_plans(path: Path, tmp_path_factory: pytest.TempP
     # the answer comes first: the recommendation precedes every section
     assert md.index(data["recommendation"]) < md.index("## ")
     # the plan table, read back cell by cell (as rounded in the Markdown)
-    head, rows = _table(md, ["bucket", "batch", "context", "draft", "k", "tokens/step"])
+    head, rows = _table(md, ["bucket", "batch", "context", "draft", "k"])  # (then "tree" for tree plans)
     assert len(rows) == len(data["buckets"])
     decimals = {"tokens/step": ("tokens_per_step", 2), "step ms": ("step_ms", 2),
                 "baseline ms": ("baseline_step_ms", 2), "speedup": ("speedup", 2), "tok/s": ("throughput_tok_s", 0),
@@ -146,7 +147,7 @@ def _has_units(label: str) -> bool:
 @pytest.mark.parametrize("name", ["chat-llama70b-h100", "reasoning-h200"])
 def test_every_figure_titled_labelled_with_units_and_legended(name: str) -> None:
     s = load_scenario(next(p for p in SCENARIOS if p.stem == name))
-    _, sections = rp.build_sections(s)
+    _, sections = assemble.build_sections(s)
     figs = [sec for sec in sections if sec.figure is not None]
     assert len(figs) == 7
     for sec in figs:
@@ -184,7 +185,7 @@ def test_failure_midway_leaves_the_old_report(tmp_path: Path, capsys: pytest.Cap
     def boom(*_a: object, **_k: object) -> str:
         raise SpecsimError("disk full (simulated)")
 
-    monkeypatch.setattr(rp, "render_markdown", boom)
+    monkeypatch.setattr(assemble, "render_markdown", boom)
     code, _, err = _run(capsys, "report", scenario, "-o", str(out))
     assert code == 2 and "disk full" in err
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -195,10 +196,10 @@ def test_failure_midway_leaves_the_old_report(tmp_path: Path, capsys: pytest.Cap
 def test_rerun_replaces_report_files_only(tmp_path: Path) -> None:
     out = tmp_path / "rep"
     path = next(p for p in SCENARIOS if p.stem == "llama8b-1b-draft-h100")
-    rp.write_report(path, out)
+    write.write_report(path, out)
     (out / "notes.txt").write_text("mine")
     (out / "figures" / "stale.png").write_bytes(b"old")
-    rp.write_report(path, out)
+    write.write_report(path, out)
     assert (out / "notes.txt").read_text() == "mine"
     assert not (out / "figures" / "stale.png").exists()
     assert len(list((out / "figures").glob("*.png"))) == 7
@@ -207,13 +208,13 @@ def test_rerun_replaces_report_files_only(tmp_path: Path) -> None:
 
 def test_scaled_acceptance_is_clipped_and_replans() -> None:
     p = AcceptanceProfile((0.95, 0.9), 0.8, "x")
-    up = rp.scale_profile(p, 1.1)
+    up = sensitivity.scale_profile(p, 1.1)
     assert up.rates == (1.0, pytest.approx(0.99)) and up.tail == pytest.approx(0.88)
-    assert rp.scale_profile(p, 0.5).rates == (0.475, 0.45)
+    assert sensitivity.scale_profile(p, 0.5).rates == (0.475, 0.45)
     s = load_scenario(next(p for p in SCENARIOS if p.stem == "llama8b-1b-draft-h100"))
-    gains = [plan(rp.with_acceptance(s, f)).gain for f in (1.0, 0.9, 0.8)]
+    gains = [plan(sensitivity.with_acceptance(s, f)).gain for f in (1.0, 0.9, 0.8)]
     assert gains[0] > gains[1] > gains[2] > 1.0
-    md = "\n".join(sec.body for sec in rp.build_sections(s)[1] if sec.title == "Sensitivity")
+    md = "\n".join(sec.body for sec in assemble.build_sections(s)[1] if sec.title == "Sensitivity")
     _, rows = _table(md, ["acceptance", "recommendation"])
     assert [_num(r[2]) for r in rows] == [pytest.approx(round(g, 2), abs=0.005) for g in gains]
 
@@ -227,9 +228,9 @@ def test_heatmap_agrees_with_plan_at_the_assumed_alpha() -> None:
         s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-8b",
                             "drafts": [{"method": "eagle3", "acceptance": {"alpha": alpha}}],
                             "load": {"buckets": [{"batch": batch, "context": 2048}]}}, "x")
-        c = rp.make_ctx(s)
+        c = context.make_ctx(s)
         c.grid = np.array([float(batch)])
-        best = rp.optimal_k_grid(c, s.drafts[0], np.array([alpha]))
+        best = heatmap.optimal_k_grid(c, s.drafts[0], np.array([alpha]))
         chosen = c.plan.buckets[0].k
         if best[0, 0] != chosen:
             thr = [float(config_metrics(c.t, s.drafts[0], k, batch, 2048).throughput_tok_s)
@@ -241,8 +242,8 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
     """One replica's capacity within the SLO is where the planner's own Little's-law solver crosses the SLO;
     with no SLO given the assumed one is plain decoding's latency at the scenario's rate."""
     s = load_scenario(next(p for p in SCENARIOS if p.stem == "reasoning-h200"))
-    c = rp.make_ctx(s)
-    rm = rp.rate_model(c)
+    c = context.make_ctx(s)
+    rm = policy.rate_model(c)
     a = s.arrival
     assert a is not None and c.plan.arrival is not None and c.draft is not None
     assert rm.slo_ms == pytest.approx(c.plan.arrival["baseline_ms_per_token"])
@@ -256,7 +257,7 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
         assert cap > 1.5 * base and cap == pytest.approx(est, rel=0.1)
         assert capacity_mod.latency_at_rate_ms(c.t, c.draft, k, a, cap) <= rm.slo_ms
         assert capacity_mod.latency_at_rate_ms(c.t, c.draft, k, a, cap * 1.01) > rm.slo_ms
-    md = rp.capacity_section(c, rm).body
+    md = capacity.capacity_section(c, rm).body
     _, rows = _table(md, ["", "without speculation"])
     got = {r[0]: r[1:] for r in rows}
     assert _num(got["requests/s one replica serves within the SLO"][0]) == pytest.approx(base, rel=1e-2)
@@ -266,8 +267,8 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
 
 def test_bucket_cost_over_the_day_is_throughput_weighted() -> None:
     s = load_scenario(next(p for p in SCENARIOS if p.stem == "chat-llama70b-h100"))
-    c = rp.make_ctx(s)
-    text = rp.capacity_section(c, None).body
+    c = context.make_ctx(s)
+    text = capacity.capacity_section(c, None).body
     m = re.search(r"\$([\d.]+) per million output tokens without speculation, \$([\d.]+) with", text)
     assert m is not None
     without, with_ = float(m.group(1)), float(m.group(2))
@@ -280,8 +281,8 @@ def test_bucket_cost_over_the_day_is_throughput_weighted() -> None:
 def test_no_price_no_dollars() -> None:
     s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-8b", "drafts": ["eagle3"],
                         "load": {"buckets": [{"batch": 8}]}}, "x")
-    c = rp.make_ctx(s)
-    sec = rp.capacity_section(c, None)
+    c = context.make_ctx(s)
+    sec = capacity.capacity_section(c, None)
     assert "no `gpu_hour_usd`" in sec.body and "$/M" not in sec.body
     assert sec.figure is not None and len(sec.figure.axes) == 1
 

@@ -1,0 +1,45 @@
+"""The CLI's one vocabulary (README, "One CLI vocabulary"): every command spells a shared option the
+same way, with the same meaning, so that each is defined once here.
+
+Rule for lists: option names are singular; an option that is an axis of the output (``--tokens`` in
+ops/forward; ``--batch``, ``--context``, ``--alpha-grid`` in sweep) takes a list (1,2,4 | 1-16 |
+1:16:4 | 1:4096:x2), anywhere else one value.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from specsim.errors import SpecsimError
+
+FORMAT_HELP = "table | csv | json | markdown"
+MAX_BATCH = 1_000_000
+MAX_CONTEXT = 1_000_000_000
+
+Fmt = Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)]
+Hardware = Annotated[str, typer.Option("--hardware", "-H", help="profile name or path to a YAML")]
+Model = Annotated[str, typer.Option("--model", "-m", help="catalogue name or path to a config.json (or its folder)")]
+Tp = Annotated[int, typer.Option("--tp", help="tensor-parallel degree (divides the attention heads)")]
+WeightDtype = Annotated[str | None, typer.Option("--weight-dtype", help="weight dtype: bf16 (default) | fp8 | int4")]
+DtypeAlias = Annotated[str | None, typer.Option("--dtype", hidden=True, help="old name of --weight-dtype")]
+KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 | fp8")]
+Batch = Annotated[int, typer.Option("--batch", "-b", help="sequences per step")]
+Context = Annotated[int, typer.Option("--context", "-L", help="KV-cache length each sequence attends to (tokens)")]
+Tokens = Annotated[str, typer.Option("--tokens", help="new tokens per sequence (a list): 1,2,4 or 1-16 or 1:4096:x2")]
+
+
+def weight_dtype(value: str | None, alias: str | None) -> str:
+    """--weight-dtype, or its hidden old name --dtype; bf16 when neither is given."""
+    if value is not None and alias is not None and value != alias:
+        raise SpecsimError(f"give --weight-dtype only (--dtype is its old name), got {value!r} and {alias!r}")
+    return value or alias or "bf16"
+
+
+def check_batch_context(batch: int, context: int) -> None:
+    """SpecsimError unless 1 <= --batch <= MAX_BATCH and 0 <= --context <= MAX_CONTEXT."""
+    if not 1 <= batch <= MAX_BATCH:
+        raise SpecsimError(f"--batch must be in [1, {MAX_BATCH:,}], got {batch:,}")
+    if not 0 <= context <= MAX_CONTEXT:
+        raise SpecsimError(f"--context must be in [0, {MAX_CONTEXT:,}], got {context:,}")

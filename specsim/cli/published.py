@@ -1,0 +1,93 @@
+"""`specsim evaluate --grid` and `specsim validate --published`: many questions at once, and the
+error of the answers against published results. The `evaluate` and `validate` commands (cli/spec.py)
+call these."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specsim.cli._format import emit, emit_mapping, plain, print_json
+from specsim.errors import EXIT_BAD_INPUT, SpecsimError
+from specsim.files import Outputs, read_text
+
+
+def run_grid(path: Path, output: Path | None, fmt: str) -> int:
+    """Evaluate every row of a CSV (columns named as evaluate's flags); write OUT.csv or print it.
+    Returns the exit status: 2 when any row could not be evaluated (its reason is in `error`)."""
+    from io import StringIO
+
+    from specsim.plan.grid import evaluate_grid
+
+    text = read_text(path, "grid")
+    try:
+        frame = pd.read_csv(StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise SpecsimError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    if frame.empty:
+        raise SpecsimError(f"{path}: no rows")
+    out = evaluate_grid(frame)
+    failed = int((out["error"] != "").sum())
+    if output is not None:
+        with Outputs() as outs:
+            out.to_csv(outs.path(output), index=False)
+        emit_mapping({"rows": len(out), "evaluated": len(out) - failed, "failed": failed,
+                      "output": str(output)}, fmt if fmt != "table" else "table", "evaluate --grid")
+    else:
+        emit(out, "csv" if fmt == "table" else fmt, "evaluate --grid")
+    if failed:
+        first = out.loc[out["error"] != "", "error"].iloc[0]
+        print(f"error: {failed} of {len(out)} row(s) could not be evaluated (see the error column), e.g. {first}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def _fmt_pct(x: float) -> str:
+    return "-" if not np.isfinite(x) else f"{x * 100:+.1f}%"
+
+
+def run_published(fmt: str, corpus: Path | None = None) -> None:
+    """Score the planner on the published corpus and print the per-group table and crossovers."""
+    from rich.console import Console
+
+    from specsim.validation.corpus import load_corpus
+    from specsim.validation.score import MODES, score
+
+    with Console(stderr=True).status("pricing the published results..."):
+        report = score(load_corpus(corpus) if corpus is not None else None)
+    if fmt == "json":
+        data = report.to_dict()
+        data.pop("rows")
+        print_json(data)
+        return
+    rows = []
+    for mode in MODES:
+        for g in report.groups:
+            if g.mode == mode and g.n:
+                stated = "stated" if g.hardware_stated else "not stated"
+                rows.append({"mode": mode, "group": g.group, "hardware": stated, "role": g.role, "n": g.n,
+                             "median |error|": f"{g.median_abs_error * 100:.1f}%",
+                             "median bias": _fmt_pct(g.median_bias), "within 10%": f"{g.within_10:.0%}",
+                             "within 25%": f"{g.within_25:.0%}",
+                             "baseline tok/s error": _fmt_pct(g.baseline_error) if g.baseline_n else "-"})
+        o = report.overall(mode)
+        rows.append({"mode": mode, "group": "OVERALL (hardware stated)", "hardware": "stated", "role": "all",
+                     "n": o.n, "median |error|": f"{o.median_abs_error * 100:.1f}%",
+                     "median bias": _fmt_pct(o.median_bias), "within 10%": f"{o.within_10:.0%}",
+                     "within 25%": f"{o.within_25:.0%}", "baseline tok/s error": "-"})
+    emit(pd.DataFrame(rows), fmt, "planner vs published speedups (measured = the source's acceptance given; "
+                                  "priors = nothing given)")
+    cross = pd.DataFrame([{"sweep": c.sweep, "batches": f"{c.batches[0]}-{c.batches[-1]}",
+                           "published first < 1x": plain(c.published) or "none",
+                           "predicted (anchored)": plain(c.anchored) or "none",
+                           "predicted (priors)": plain(c.priors) or "none"} for c in report.crossovers])
+    if not cross.empty:
+        emit(cross, fmt, "batch crossovers (first batch where speculation stops paying)")
+    if fmt == "table":
+        unmapped = report.unmapped.value_counts()
+        print(f"{len(report.unmapped)} published rows not priced: "
+              + "; ".join(f"{n} {why}" for why, n in unmapped.head(6).items()))

@@ -1,0 +1,1 @@
+"""One module per report section; each `*_section(ctx)` returns a `Section` (Markdown and a figure)."""

@@ -1,0 +1,70 @@
+"""The report's header (the recommendation first) and the plan section: `specsim plan --format markdown`,
+the policy over batch, the arrival-rate solution and the engine configuration."""
+
+from __future__ import annotations
+
+import json
+
+from specsim.drafts.draft import Draft
+from specsim.plan.summary import NAMES, plan_markdown
+from specsim.report.context import Ctx, Section, md_table
+
+
+def _describe_draft(d: Draft) -> str:
+    name = NAMES.get(d.method, d.method)
+    if d.model is not None:
+        name += f" ({d.model.name}{f', tp {d.draft_tp}' if d.draft_tp else ''})"
+    return f"{d.label}: {name}; acceptance {d.acceptance.source}"
+
+
+def _describe_load(c: Ctx) -> str:
+    s = c.s
+    if s.arrival is not None:
+        a = s.arrival
+        return (f"{a.rate_rps:g} requests/s, {a.prompt_tokens:,}-token prompts, {a.output_tokens:,}-token outputs "
+                "(concurrency by Little's law)")
+    parts = []
+    for b in s.buckets:
+        ctxs = ", ".join(f"{cc:,} ({w:.0%})" if len(b.contexts) > 1 else f"{cc:,}" for cc, w in b.contexts)
+        parts.append(f"{b.name}: {b.weight * 24:.1f} h at batch {b.batch}, context {ctxs}")
+    return "; ".join(parts)
+
+
+def header(c: Ctx) -> str:
+    s, d = c.s, c.data
+    lines = [f"# Speculative decoding plan: {s.name}", ""]
+    if s.description:
+        lines += [s.description, ""]
+    lines += [f"> **Recommendation:** {d['recommendation']}", ""]
+    slo = f", SLO {s.slo_ms_per_token:g} ms/token" if s.slo_ms_per_token else ""
+    lines += [
+        f"- **Target:** {s.model.name} on {s.tp}x {s.hardware.name}, weights {s.weight_dtype}, KV cache "
+        f"{s.kv_dtype}, {s.memory_utilization:.0%} of GPU memory usable",
+        f"- **Objective:** {s.objective}{slo}; k up to {s.max_k}",
+        "- **Drafts considered:** " + "; ".join(_describe_draft(x) for x in s.drafts),
+        f"- **Load:** {_describe_load(c)}",
+        "- **Price:** " + (f"${s.gpu_hour_usd:g} per GPU-hour" if s.gpu_hour_usd is not None
+                           else "not given (no dollar figures)"),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plan_section(c: Ctx) -> Section:
+    d = c.data
+    body = [plan_markdown(c.plan).rstrip(), ""]
+    if d["policy"] and c.s.arrival is None:
+        rows = [[seg["batch_from"], seg["batch_to"],
+                 "does not fit" if seg["k"] < 0 else ("off" if seg["k"] == 0 else seg["k"])] for seg in d["policy"]]
+        body += [f"Policy for {d['draft']} over batch size (k never rises with load, as engines schedule it):", "",
+                 md_table(["batch from", "batch to", "k"], rows), ""]
+    if d["arrival"]:
+        a = d["arrival"]
+        body += [f"At {a['rate_rps']:g} requests/s: {a['concurrency']:.1f} sequences in flight with speculation "
+                 f"({a['ms_per_token']:.2f} ms/token), {a['baseline_concurrency']:.1f} without "
+                 f"({a['baseline_ms_per_token']:.2f} ms/token).", ""]
+    cfg = {k: v for k, v in d["engine_configs"].items() if v is not None}
+    if cfg:
+        body += ["Engine configuration (one line per engine):", "", "```",
+                 *(f"{k}: {json.dumps(v, default=float)}" for k, v in cfg.items()), "```", ""]
+    return Section("The plan", "\n".join(body))

@@ -1,0 +1,185 @@
+"""Serving simulation: the scenario's traffic run request by request (specsim simulate) with speculation off
+and on: latency percentiles against the arrival rate, and the batch over the day (one short stationary run
+per hour of a rate curve: its rate and burstiness at that hour; the simulated window's own batch over time
+for other arrivals). None for a scenario without a `traffic:` section."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from specsim.errors import SpecsimError
+from specsim.report import figures as fg
+from specsim.report.context import Ctx, Section, md_table
+from specsim.simulate.policy import SpecPolicy
+from specsim.simulate.run import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_scenario
+from specsim.simulate.sweep import SweepCase, sweep
+from specsim.simulate.traffic import Gamma, RateCurve, TraceArrivals, Traffic, generate_requests
+
+#: Requests per simulation in the report (the scenario's count when smaller; fewer for long outputs, at most
+#: REPORT_TOKENS output tokens, at least 100): percentiles to a few percent, a report in seconds.
+REPORT_REQUESTS = 1000
+REPORT_TOKENS = 400_000
+#: Requests per hour of the day (a stationary run at that hour's rate).
+HOUR_REQUESTS = 200
+#: Rates of the latency curve, as multiples of the scenario's simulated rate.
+RATE_MULTIPLES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+
+
+def _setup(c: Ctx) -> Setup | None:
+    s = c.s
+    if s.traffic is None:
+        return None
+    base = make_setup(s, analytic=lambda: c.plan)
+    cap = max(100, min(REPORT_REQUESTS, round(REPORT_TOKENS / max(mean_lengths(base.traffic)[1], 1.0))))
+    n = base.traffic.num_requests
+    if base.traffic.duration_s is not None and not isinstance(base.traffic.arrivals, TraceArrivals):
+        n = round(base.traffic.mean_rate_rps * base.traffic.duration_s)
+    if n is not None and n > cap:
+        base = make_setup(s, requests=cap, analytic=lambda: c.plan)
+    return base
+
+
+def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
+    """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve)."""
+    arr = setup.traffic.arrivals
+    if not isinstance(arr, RateCurve):
+        return None
+    hours = np.arange(24.0)
+    rates = arr.rate_at(hours + 0.5)
+    policies = [SpecPolicy.off(), setup.policy] if setup.policy.enabled else [SpecPolicy.off()]
+    mix, _ = setup.mix()
+    cases = []
+    for h, r in zip(hours, rates, strict=True):
+        if r <= 0:
+            continue
+        traffic = Traffic(Gamma(float(r), arr.cv), setup.traffic.prompt, setup.traffic.output, HOUR_REQUESTS)
+        for p in policies:
+            cases.append(SweepCase(traffic, setup.engine(p), mix, setup.seed, (("hour", float(h)),
+                                                                               ("policy", p.label))))
+    reqs = [generate_requests(c.traffic, c.seed) for c in cases[::len(policies)]]
+    frame = sweep(cases, setup.table(policies, reqs), setup.slo, setup.pricing, n_jobs=1)
+    return rates, frame.to_dict(orient="records")
+
+
+def _figure(setup: Setup, by_rate: list[dict[str, Any]], hours: tuple[np.ndarray, list[dict[str, Any]]] | None,
+            window: dict[str, Any], title: str) -> Figure:
+    fig = Figure(figsize=(13.0, 5.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax1, ax2 = fig.subplots(1, 2)
+    labels = list(dict.fromkeys(r["policy"] for r in by_rate))
+    for i, lab in enumerate(labels):
+        rows = sorted((r for r in by_rate if r["policy"] == lab), key=lambda r: r["rate_rps"])
+        x = [r["rate_rps"] for r in rows]
+        colour = "black" if lab == "off" else fg.SERIES[i % len(fg.SERIES)]
+        name = "no speculation" if lab == "off" else f"{setup.draft.label} {lab}"
+        ax1.plot(x, [r["tpot_p99_s"] * 1e3 for r in rows], color=colour, lw=2, marker="o", label=f"{name}: TPOT p99")
+        ax1.plot(x, [r["tpot_p50_s"] * 1e3 for r in rows], color=colour, lw=1, ls="--", label=f"{name}: TPOT p50")
+        ax1.plot(x, [r["ttft_p99_s"] * 1e3 / 10 for r in rows], color=colour, lw=1, ls=":",
+                 label=f"{name}: TTFT p99 / 10")
+    if setup.slo is not None:
+        ax1.axhline(setup.slo.tpot_s * 1e3, color="red", lw=1, ls="-.",
+                    label=f"TPOT bound {setup.slo.tpot_s * 1e3:g} ms (p{setup.slo.percentile:g})")
+    ax1.set_yscale("log")
+    ax1.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax1.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+    ax1.set_xlabel("arrival rate per replica (requests/s)")
+    ax1.set_ylabel("latency (ms)")
+    ax1.set_title("latency percentiles against the arrival rate", fontsize=11)
+    ax1.legend(fontsize=7, loc="upper left")
+    if hours is not None:
+        rates, rows = hours
+        ax2b = ax2.twinx()
+        ax2b.bar(np.arange(24) + 0.5, rates, width=0.9, color="#dddddd", label="arrival rate (requests/s)")
+        ax2b.set_ylabel("arrival rate (requests/s)")
+        ax2.set_zorder(ax2b.get_zorder() + 1)
+        ax2.patch.set_visible(False)
+        for i, lab in enumerate(dict.fromkeys(r["policy"] for r in rows)):
+            mine = sorted((r for r in rows if r["policy"] == lab), key=lambda r: r["hour"])
+            colour = "black" if lab == "off" else fg.SERIES[i % len(fg.SERIES)]
+            ax2.plot([r["hour"] + 0.5 for r in mine], [r["mean_decode_batch"] for r in mine], color=colour, lw=2,
+                     marker="o", ms=3, label="no speculation" if lab == "off" else f"{setup.draft.label} {lab}")
+        ax2.set_xlim(0, 24)
+        ax2.set_xticks(range(0, 25, 3))
+        ax2.set_xlabel("hour of the day")
+        ax2.set_title("mean decode batch over the day (a stationary run per hour)", fontsize=11)
+    else:
+        for i, (lab, ts) in enumerate(window.items()):
+            colour = "black" if lab == "off" else fg.SERIES[i % len(fg.SERIES)]
+            ax2.plot(ts.time_s - ts.time_s[0], ts.decode_batch, color=colour, lw=1.2,
+                     label="no speculation" if lab == "off" else f"{setup.draft.label} {lab}")
+        ax2.set_xlabel("time (s)")
+        ax2.set_title("decode batch over the simulated window", fontsize=11)
+    ax2.set_ylabel("mean decode batch (sequences)")
+    ax2.legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"{title}: serving simulation, speculation off and on", fontsize=12)
+    return fig
+
+
+def _fmt(x: float | None, scale: float = 1.0, digits: int = 1) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x * scale:,.{digits}f}"
+
+
+def serving_section(c: Ctx) -> Section | None:
+    """The serving simulation's section (module docstring); None when the scenario has no `traffic:`."""
+    try:
+        setup = _setup(c)
+    except SpecsimError as exc:
+        return Section("Serving simulation", f"The serving simulation could not run: {exc}.")
+    if setup is None:
+        return None
+    outcome = run_scenario(setup, compare=True, bins=200)
+    rate = float(outcome.requests.mean_rate_rps) if outcome.requests.n > 1 else setup.traffic.mean_rate_rps
+    base = stationary(setup.traffic, rate) if math.isfinite(rate) and rate > 0 else setup.traffic
+    by_rate_setup = dataclasses.replace(setup, traffic=base)
+    rates = [rate * m for m in RATE_MULTIPLES]
+    frame = sweep_scenario(by_rate_setup, rates, None, None, n_jobs=1)
+    by_rate = frame.to_dict(orient="records")
+    hours = _hours(setup)
+    window = {r.policy.label: r.metrics.timeseries for r in outcome.runs if r.metrics.timeseries is not None}
+    fig = _figure(setup, by_rate, hours, window, c.title)
+    header = ["", *(("no speculation" if not r.policy.enabled else f"{setup.draft.label} {r.policy.label}")
+                    for r in outcome.runs)]
+    rows = []
+    for name, get, scale, digits in (
+            ("TTFT p50 / p99 (ms)", lambda m: (m.ttft_s.p50, m.ttft_s.p99), 1e3, 0),
+            ("TPOT p50 / p99 (ms)", lambda m: (m.tpot_s.p50, m.tpot_s.p99), 1e3, 1),
+            ("ITL per token p50 / p99 (ms)", lambda m: (m.itl_token_s.p50, m.itl_token_s.p99), 1e3, 1),
+            ("e2e p50 / p99 (s)", lambda m: (m.e2e_s.p50, m.e2e_s.p99), 1.0, 2)):
+        rows.append([name, *(" / ".join(_fmt(v, scale, digits) for v in get(r.metrics)) for r in outcome.runs)])
+    rows.append(["output tokens/s", *(_fmt(r.metrics.output_tok_s, 1, 0) for r in outcome.runs)])
+    if setup.slo is not None:
+        rows.append(["goodput (requests/s within the SLO)", *(_fmt(r.metrics.goodput_rps, 1, 2)
+                                                               for r in outcome.runs)])
+    rows.append(["mean decode batch", *(_fmt(r.metrics.mean_decode_batch, 1, 1) for r in outcome.runs)])
+    rows.append(["KV capacity (tokens)", *(f"{r.kv_capacity_tokens:,}" for r in outcome.runs)])
+    if setup.pricing is not None:
+        rows.append(["$ per million output tokens", *(_fmt(r.metrics.cost_per_mtok_usd, 1, 3)
+                                                       for r in outcome.runs)])
+    slo = setup.slo
+    text = [f"The scenario's traffic ({outcome.requests.n:,} requests at {rate:.3g} requests/s, seed {setup.seed}) "
+            "run through an iteration-level model of the engine (continuous batching, chunked prefill, KV cache "
+            "and preemption), each step priced by the planner's own step arithmetic and each request's accepted "
+            f"tokens drawn from its workload's acceptance; policy {setup.policy.label} ({setup.policy_source}).",
+            "", md_table(header, rows), ""]
+    sv = c.plan.serving
+    if sv is not None:
+        text += [f"Replicas by simulation (objective slo) at {sv['target_rate_rps']:g} requests/s: "
+                 f"**{sv['replicas']} with {sv['draft']} {sv['policy']}**, {sv['baseline']['replicas']} without "
+                 f"speculation ({len(sv['trials'])} simulations over "
+                 f"{len({(t['draft'], t['policy']) for t in sv['trials']})} candidates).", ""]
+    if slo is not None:
+        text += [f"SLO: {slo.percentile:g}th-percentile TTFT <= {slo.ttft_s * 1e3:g} ms and TPOT <= "
+                 f"{slo.tpot_s * 1e3:g} ms."]
+    after = ("Left: latency percentiles as the same traffic arrives faster or slower (TTFT scaled by 1/10 to share "
+             "the axis). Right: " + ("the mean decode batch in each hour of the day, from a stationary run at that "
+                                     "hour's rate (the bars)." if hours is not None else
+                                     "the decode batch over the simulated window."))
+    return Section("Serving simulation", "\n".join(text), fig, "serving",
+                   "Latency percentiles against the arrival rate, and the batch over the day", after)

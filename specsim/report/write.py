@@ -1,0 +1,49 @@
+"""Writing a report: `specsim report SCENARIO.yaml -o DIR` writes DIR/report.md, DIR/report.html (one
+self-contained file: figures embedded as base64 PNG, no external CSS, JS or fonts), DIR/figures/*.png
+and DIR/plan.json, as one set.
+
+The plan's numbers come from one place, `summary.plan_dict` (what `specsim plan --format json`
+prints): plan.json is that record, report.md's plan table is `summary.plan_markdown`, and every
+derived figure (cost, GPUs) is computed from those rows. The whole report is built in a temporary
+folder beside DIR that then replaces DIR in one rename (`files.output_folder`): DIR may only be new,
+empty or an earlier report (marked `.specsim-report`); a user's own files there are kept; on any
+failure DIR is untouched and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from specsim.files import check_folder_target, output_folder
+from specsim.plan.scenario import Scenario, load_scenario
+from specsim.report import assemble
+from specsim.report import figures as fg
+from specsim.report.context import Progress
+from specsim.report.html import markdown_to_html
+
+OUTPUTS = ("report.html", "report.md", "plan.json", "figures")
+
+
+def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Path | None = None,
+                 progress: Progress | None = None, dpi: int = 100) -> dict[str, Any]:
+    """Build the report for a scenario (file) into folder `out`; nothing is left half-written on error."""
+    s = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    out = Path(out)
+    check_folder_target(out, OUTPUTS)  # before the work: a file, a symlink or someone else's folder is refused
+    c, sections = assemble.build_sections(s, reference, progress)
+    if progress:
+        progress(assemble.STEPS[9])
+    names = []
+    with output_folder(out, OUTPUTS) as tmp:
+        (tmp / "figures").mkdir()
+        for sec in sections:
+            if sec.figure is not None:
+                fg.save_png(sec.figure, str(tmp / "figures" / f"{sec.figure_name}.png"), dpi)
+                names.append(f"{sec.figure_name}.png")
+        (tmp / "plan.json").write_text(json.dumps(c.data, indent=2, default=float) + "\n")
+        md = assemble.render_markdown(c, sections)
+        (tmp / "report.md").write_text(md)
+        (tmp / "report.html").write_text(markdown_to_html(md, tmp, f"specsim report: {s.name}"))
+    return {"dir": out, "figures": names, "recommendation": c.data["recommendation"]}
