@@ -53,12 +53,14 @@ stated model), ``.note`` (what the number is, how far it was carried, and "measu
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -788,10 +790,69 @@ def catalogue_path() -> str:
 
 @cache
 def load_catalogue() -> Catalogue:
-    """The priors catalogue, every entry fitted (cached: one load per process)."""
+    """The priors catalogue, every entry fitted (cached: one load per process, and on disk by the file's
+    SHA-256 and specsim's version so that a CLI call does not parse and fit 1,000+ entries again)."""
+    path = catalogue_path()
+    key = _cache_key(path)
+    cached = _read_cache(key)
+    if cached is not None:
+        return cached
+    cat = _build_catalogue(path)
+    _write_cache(key, cat)
+    return cat
+
+
+def _cache_key(path: str) -> str:
+    import hashlib
+
+    from specsim import __version__
+
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return f"priors-{__version__}-{digest}.pickle"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "specsim"
+
+
+def _read_cache(key: str) -> Catalogue | None:
+    """The fitted catalogue from the user cache, or None (absent, unreadable or from other code)."""
+    import pickle
+
+    try:
+        with open(_cache_dir() / key, "rb") as fh:
+            cat = pickle.load(fh)  # a file this code wrote, keyed by the catalogue's hash and our version
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+    return cat if isinstance(cat, Catalogue) else None
+
+
+def _write_cache(key: str, cat: Catalogue) -> None:
+    """Best effort: written atomically (a temporary file, then rename); silently skipped if the cache
+    directory cannot be written (a read-only home, a sandbox)."""
+    import pickle
+    import tempfile
+
+    try:
+        folder = _cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".priors-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(cat, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, folder / key)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass
+
+
+def _build_catalogue(path: str) -> Catalogue:
+    """Parse and fit every entry of the catalogue file."""
     import yaml
 
-    path = catalogue_path()
     with open(path, encoding="utf-8") as fh:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         raw = yaml.load(fh, Loader=loader)  # a safe loader (CSafeLoader when built)

@@ -433,11 +433,14 @@ def _prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) 
     return notes
 
 
-def plan(s: Scenario) -> Plan:
+def plan(s: Scenario, detail: bool = True) -> Plan:
     """The analytic plan; for `objective: slo` with `serving.slo` and traffic (or an arrival rate) to simulate,
     the draft, policy and replicas are then chosen by simulation against the SLO's percentiles, and the
-    engine configs follow that choice (simulate/slo.py)."""
-    p = _plan(s)
+    engine configs follow that choice (simulate/slo.py). `detail=False` skips what only the full record
+    shows (crossovers, the acceptance band, vLLM's dynamic profile): the report's sensitivity re-plans."""
+    p = _plan(s, detail)
+    if not detail:
+        return p
     if s.objective == "slo" and s.serving is not None and s.serving.slo is not None and (
             s.traffic is not None or s.arrival is not None):
         from specsim.simulate.slo import optimise_slo  # the serving simulation sits above the planner
@@ -446,10 +449,10 @@ def plan(s: Scenario) -> Plan:
     return p
 
 
-def _plan(s: Scenario) -> Plan:
+def _plan(s: Scenario, detail: bool = True) -> Plan:
     t = target_of(s)
     if s.arrival is not None:
-        return _plan_arrival(s, t)
+        return _plan_arrival(s, t, detail)
     batch, ctx, share, owner = bucket_points(s.buckets)
     require_fit(s, t, batch, ctx, [f"bucket {s.buckets[int(o)].name} (batch {int(b)}, context {int(c)})"
                                    for b, c, o in zip(batch, ctx, owner, strict=True)])
@@ -494,7 +497,7 @@ def _plan(s: Scenario) -> Plan:
                                   _rows(ev, choice[i], idx, batch, ctx, share), _rows(base, 0, idx, batch, ctx, share),
                                   bool(base.feasible[0, idx].all()), cfg.topk if cfg.is_tree else 1,
                                   int(cfg.nodes) if cfg.is_tree and cfg.nodes is not None else None))
-    crossover = {d.label: crossover_batch(t, d, s) for d in drafts}
+    crossover = {d.label: crossover_batch(t, d, s) for d in drafts} if detail else {}
     speculating = any(bp.k for bp in buckets)
     notes = []
     if s.objective == "slo":
@@ -507,10 +510,11 @@ def _plan(s: Scenario) -> Plan:
     if not all(bp.fits for bp in buckets):
         notes.append("some buckets do not fit in memory even without speculation: add GPUs or shorten contexts")
     notes += _prior_notes(drafts, best)
-    band = _band_decision(s, t, drafts, best, choice, batch, ctx, share, owner, base_total, gain(total), speculating)
+    band = (_band_decision(s, t, drafts, best, choice, batch, ctx, share, owner, base_total, gain(total), speculating)
+            if detail else None)
     return Plan(s, best.method if speculating else "none", best.label, buckets, policy, crossover,
                 float(gain(total)), {d.label: float(gain(tot)) for d, tot in zip(drafts, dec.totals, strict=True)},
-                None, notes, band, _dynamic_profile(t, ev.draft, s, grid), chain_policy)
+                None, notes, band, _dynamic_profile(t, ev.draft, s, grid) if detail else None, chain_policy)
 
 
 def _band_decision(s: Scenario, t: Target, drafts: list[Draft], best: Draft, choice: list[int], batch: np.ndarray,
@@ -556,14 +560,10 @@ def _dynamic_profile(t: Target, d: Draft, s: Scenario, grid: np.ndarray) -> dict
     kmax = max(1, min(s.max_k, 8))
     sizes = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, *(int(b.batch) for b in s.buckets)} | {int(grid[-1])})
     ctx = float(sum(c * w for c, w in _pooled(s)))
-    stats: dict[int, dict[int, float]] = {}
     chain = d.with_tree(1, None)
-    for b in sizes:
-        row = {}
-        for k in range(kmax + 1):
-            m = config_metrics(t, chain, k, float(b), ctx)
-            row[k] = round(float(m.step_ms), 4)
-        stats[int(b)] = row
+    ks = np.arange(kmax + 1, dtype=float)[:, None]
+    step_ms = step_arrays(t, chain, ks, np.array(sizes, dtype=float)[None, :], ctx, 1.0).step_ms  # one call
+    stats = {int(b): {int(k): round(float(step_ms[k, j]), 4) for k in range(kmax + 1)} for j, b in enumerate(sizes)}
     rates = chain.rates(kmax)
     return {"max_num_speculative_tokens": kmax,
             "acceptance_rate_per_pos": [round(float(x), 4) for x in np.cumprod(rates)],
@@ -637,7 +637,7 @@ def _arrival_best(s: Scenario, t: Target, drafts: list[Draft], rep_batch: float,
     return results
 
 
-def _plan_arrival(s: Scenario, t: Target) -> Plan:
+def _plan_arrival(s: Scenario, t: Target, detail: bool = True) -> Plan:
     a = s.arrival
     assert a is not None
     none = make_draft("none", s.model)
@@ -678,7 +678,7 @@ def _plan_arrival(s: Scenario, t: Target) -> Plan:
              f"({b.batch}) speculation is {row['speedup']:.2f}x"]
     notes += _prior_notes(drafts, d)
     band: dict[str, Any] | None = None
-    if any(x.prior is not None for x in drafts):
+    if detail and any(x.prior is not None for x in drafts):
         band = {"central": {"gain": gain_rate, "method": d.method if on else "none", "draft": d.label}}
         robust = True
         # each draft's three best configurations at the central acceptance are re-solved at the band's ends

@@ -20,12 +20,17 @@ def profile_kind(source: str) -> str:
 
 
 def fit_quality(hw_name: str, reference: Path | None) -> str:
-    """MAPE of the profile against the reference timings for its GPU, when they are present."""
+    """MAPE of the profile against the reference timings for its GPU: measured now when `reference` is
+    given (`specsim report --reference DIR`), else quoted from the profile's own fit record (in-sample)."""
     from specsim.calibration.measurements import mape_by, predict_rows, token_band
     from specsim.calibration.vidur import VIDUR_DEVICES, import_vidur
     from specsim.cost.hardware import load_hardware
 
-    root = reference if reference is not None else REFERENCE_DIR
+    if reference is None:
+        hw = load_hardware(hw_name)
+        return (f"Fit record of this profile (in-sample; `specsim report --reference DIR` measures it again "
+                f"against a folder of reference timings): {hw.efficiency.source.strip()}")
+    root = reference
     if hw_name not in VIDUR_DEVICES.values():
         return (f"No reference timings exist for {hw_name} (the bundled reference covers "
                 f"{', '.join(sorted(VIDUR_DEVICES.values()))}), so its fit cannot be checked here.")

@@ -72,7 +72,7 @@ class Replan:
 
 def replan(s: Scenario) -> Replan:
     try:
-        p = make_plan(s)
+        p = make_plan(s, detail=False)  # gain and decision only: no crossovers, band or dynamic profile
     except SpecsimError as exc:
         return Replan(float("nan"), ("", "", ()), "", str(exc).removeprefix(f"{s.path}: "))
     return Replan(p.gain, _decision(p), plan_dict(p)["recommendation"])
