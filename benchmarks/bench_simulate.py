@@ -1,15 +1,19 @@
 """Speed and floors of the serving simulation (not part of the test run): python benchmarks/bench_simulate.py
 
 1. 100,000 requests (Poisson chat traffic, lognormal prompts and outputs, a 60/40 chat/code acceptance mix)
-   through the event loop, speculation off and at k = 3; wall time per run (floor: < 20 s).
-2. The floors the tests check, at larger sizes: step times at constant concurrency against decode_s,
-   the M/D/1 queueing delay against Pollaczek-Khinchine, Little's law.
+   through the event loop, speculation off and at k = 3; wall time per run (floor: < 20 s); then the same
+   on the real planner (`simulate.planner.PlannerCost`: Llama-3.1-8B on an H100 with EAGLE-3, vLLM), the
+   step table's build included.
+2. The floors the tests check, at larger sizes: step times at constant concurrency against the real planner
+   (`plan.evaluate.step_arrays` through the adapter, both drafts of llama8b-1b-draft-h100) and against a
+   roofline-like decode_s with a kink, the M/D/1 queueing delay against Pollaczek-Khinchine, Little's law.
 3. A small sweep (4 cases x 25,000 requests) with joblib, 1 and 2 processes.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -63,6 +67,53 @@ def speed() -> None:
               f"{m.mean_decode_batch:.0f}, TPOT p50 {m.tpot_s.p50 * 1e3:.1f} ms, preemptions {m.preemptions})")
 
 
+def planner_speed() -> None:
+    from specsim.plan.evaluate import Target
+    from specsim.plan.scenario import load_scenario
+    from specsim.simulate.planner import PlannerCost, chain
+
+    s = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "llama8b-1b-draft-h100.yaml")
+    t = Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, s.engine)
+    d = chain(next(x for x in s.drafts if x.method == "eagle3"))
+    req = generate_requests(TRAFFIC, seed=0)
+    for policy in (SpecPolicy.off(), SpecPolicy.static(3)):
+        eng = EngineConfig(256, 8192, 400_000, policy)
+        t0 = time.perf_counter()
+        res = simulate(req, eng, PlannerCost(t, d), MIX, seed=0)
+        wall = time.perf_counter() - t0
+        m = summarize(res, bins=200)
+        print(f"speed, real planner ({t.model.name} on {t.hardware.name}, {d.label}): {req.n:,} requests, policy "
+              f"{policy.label:>4}: {wall:5.2f} s with the step table's build ({res.steps.n:,} iterations; mean batch "
+              f"{m.mean_decode_batch:.0f}, TPOT p50 {m.tpot_s.p50 * 1e3:.1f} ms, preemptions {m.preemptions})")
+
+
+def planner_floor() -> None:
+    from specsim.plan.evaluate import Target, step_arrays
+    from specsim.plan.scenario import load_scenario
+    from specsim.simulate.planner import PlannerCost, chain
+
+    s = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "llama8b-1b-draft-h100.yaml")
+    t = Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, s.engine)
+    worst, steps = 0.0, 0
+    for d in (chain(x) for x in s.drafts):
+        cost = PlannerCost(t, d)
+        for k in (0, 2, 4):
+            for n in (1, 16, 64, 256):
+                for prompt in (500, 3000, 20_000):
+                    res = simulate(Requests.at_once(n, prompt, 801), EngineConfig(256, 10**7, 10**8,
+                                                                                 SpecPolicy.static(k)),
+                                   cost, AcceptanceMix.constant(1.0))
+                    st = res.steps
+                    idx = np.flatnonzero((st.decode_batch == n) & (st.prefill_tokens == 0))
+                    ctx = prompt + np.arange(len(idx)) * (k + 1.0)
+                    ref = step_arrays(t, d, k, float(n), ctx, 1.0).step_time_s
+                    worst = max(worst, float(np.abs(st.duration_s[idx] / ref - 1).max()))
+                    steps += len(idx)
+    print(f"floor: constant concurrency against the real planner (step_arrays via PlannerCost; {t.model.name} on "
+          f"{t.hardware.name}, vLLM; drafts {', '.join(x.label for x in s.drafts)}; batch 1-256, k 0/2/4, context "
+          f"500-20,800; {steps:,} decode steps): max error {worst:.2e} (floor 2%)")
+
+
 def floors() -> None:
     cost = Roofline()
     worst = 0.0
@@ -107,5 +158,7 @@ def sweep_speed() -> None:
 
 if __name__ == "__main__":
     speed()
+    planner_speed()
+    planner_floor()
     floors()
     sweep_speed()

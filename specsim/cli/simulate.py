@@ -102,16 +102,23 @@ def simulate(
             raise SpecsimError("--sweep-drafts: no draft named")
     with _progress() as tick:
         tick("resolving the draft and policy")
+        if sweeping:  # the sweep's own axes, when given, stand in for the draft and policy (no plan to run)
+            chosen = chosen or (pols[0] if pols else None)
+            draft = draft or (drafts[0] if drafts else None)
         setup = make_setup(s, rate=rate, requests=requests, duration_s=duration, seed=seed, policy=chosen,
                            draft=draft)
+        frame = outcome = None
         if sweeping:
             with _backend(backend):
                 frame = sweep_scenario(setup, rates, pols, drafts, jobs,
-                                       progress=lambda done, total: tick(f"simulation {done} of {total}"))
-            _emit_sweep(setup, frame, fmt)
-            return
-        goal = target_rate if target_rate is not None else setup.limits.target_rate_rps
-        outcome = run_scenario(setup, compare, goal, max_replicas, progress=tick)
+                                       progress=lambda done, total: tick("sweep", done, total))
+        else:
+            goal = target_rate if target_rate is not None else setup.limits.target_rate_rps
+            outcome = run_scenario(setup, compare, goal, max_replicas, progress=tick)
+    if frame is not None:  # printed once the progress bar is gone
+        _emit_sweep(setup, frame, fmt)
+        return
+    assert outcome is not None
     if timeseries is not None:
         from specsim.files import Outputs
 
@@ -131,15 +138,20 @@ def _policies(values: list[str]) -> list[SpecPolicy]:
 
 @contextlib.contextmanager
 def _progress() -> Iterator[Any]:
-    """A transient progress line on stderr (only at a terminal): tick(description)."""
+    """A transient progress bar on stderr (only at a terminal): tick(description[, done, total]); without a
+    total the bar pulses (one long simulation), with one it fills (a sweep's simulations)."""
     from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     err = Console(file=sys.stderr)
-    with Progress(SpinnerColumn(), TextColumn("[bold]simulate[/bold] {task.description}"), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as bar:
+    with Progress(TextColumn("[bold]simulate[/bold] {task.description:<34}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("loading", total=None)
-        yield lambda step: bar.update(task, description=step)
+
+        def tick(step: str, done: int | None = None, total: int | None = None) -> None:
+            bar.update(task, description=step, completed=done or 0, total=total)
+
+        yield tick
 
 
 @contextlib.contextmanager
@@ -298,7 +310,7 @@ def _emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
     if fmt == "csv":
         from specsim.simulate.sweep import metrics_row
 
-        rows = []
+        records: list[dict[str, Any]] = []
         for r in o.runs:
             row = {"policy": r.policy.label, "draft": data["draft"] if r.policy.enabled else "none",
                    "requests": o.requests.n, "seed": o.setup.seed, "kv_capacity_tokens": r.kv_capacity_tokens,
@@ -308,8 +320,8 @@ def _emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
                 row.update({"target_rate_rps": rp.target_rate_rps, "replicas": rp.replicas,
                             "replicas_meet_slo": rp.meets_slo, "replicas_gpus": rp.gpus,
                             "replicas_cost_per_mtok_usd": rp.cost_per_mtok_usd})
-            rows.append(row)
-        emit(pd.DataFrame(rows), "csv")
+            records.append(row)
+        emit(pd.DataFrame(records), "csv")
         return
     st = o.setup
     s = st.scenario
@@ -364,8 +376,8 @@ def _timeseries_frame(o: Outcome) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-SWEEP_COLUMNS = ("rate_rps", "draft", "policy", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-                 "output_tok_s", "goodput_rps", "mean_decode_batch", "cost_per_mtok_usd")
+SWEEP_COLUMNS = ("rate_rps", "draft", "policy", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tok_s",
+                 "goodput_rps", "cost_per_mtok_usd")
 
 
 def _emit_sweep(setup: Setup, frame: pd.DataFrame, fmt: str) -> None:

@@ -79,7 +79,7 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
     b_run, graphed = graph_batch(e, b, q)
     if not graphs:
         b_run, graphed = np.broadcast_to(b, b_run.shape).astype(float), np.zeros(b_run.shape, dtype=bool)
-    gpu = _gpu_time_s(hw, model, b_run, q, ctx, tp, weight_dtype, kv_dtype)
+    gpu = _gpu_time_s(hw, model, b_run, q, ctx, tp, weight_dtype, kv_dtype, real_batch=b)
     launches = (e.eager_loop.plain_ops(model.n_layers, model.n_kv_heads < model.n_heads) if e.eager_loop is not None
                 else eager_launches(e, model))
     host_eager = launches * e.eager_op_us * US
@@ -106,10 +106,18 @@ def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: Array
 
 
 def _gpu_time_s(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,
-                weight_dtype: str, kv_dtype: str) -> Array:
-    """The kernels' time on the GPU: the forward pass without the profile's per-pass host cost."""
+                weight_dtype: str, kv_dtype: str, real_batch: Array | None = None) -> Array:
+    """The kernels' time on the GPU: the forward pass without the profile's per-pass host cost.
+
+    A graph padded from `real_batch` to `batch` runs its GEMMs at the padded batch, but the padding
+    slots carry no KV cache (engines give them a zero sequence length), so attention is charged for
+    the real sequences only: attention scales with the sequences it reads (its fixed cost aside)."""
     br = breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype))
-    return br.time_s - br.overhead_s
+    gpu = br.time_s - br.overhead_s
+    if real_batch is None:
+        return gpu
+    attention = br.by_family()["attention"]
+    return gpu - attention * (1.0 - np.asarray(real_batch, dtype=float) / np.maximum(batch, 1.0))
 
 
 def host_step_s(e: EngineProfile, batch: ArrayLike, speculative: bool) -> Array:

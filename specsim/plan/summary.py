@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specsim.cost.costmodel import describe as cost_model_label
 from specsim.plan.engine_configs import engine_configs
 from specsim.plan.optimize import FIELDS, Plan
 
@@ -62,6 +63,8 @@ def recommendation(plan: Plan) -> str:
     day; holds across the prior's acceptance band (+20% at its low end, +48% at its high end)'."""
     band = band_sentence(plan)
     tail_band = f"; {band}" if band else ""
+    if plan.serving is not None:
+        return serving_sentence(plan)
     if plan.arrival is not None:
         a = plan.arrival
         b = plan.buckets[0]
@@ -93,6 +96,40 @@ def recommendation(plan: Plan) -> str:
     return f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {pct:+.0f}% tokens/s over the day{tail_band}"
 
 
+def serving_sentence(plan: Plan) -> str:
+    """The recommendation of an SLO plan chosen by simulation (`Plan.serving`, simulate/slo.py): the policy, the
+    replicas that meet the percentile bounds at the target rate, against plain decoding's."""
+    sv = plan.serving
+    assert sv is not None
+    slo = sv["slo"]
+    bounds = (f"the {slo['percentile']:g}th-percentile SLOs (TTFT <= {slo['ttft_ms']:g} ms, TPOT <= "
+              f"{slo['tpot_ms']:g} ms) at {sv['target_rate_rps']:g} requests/s")
+    base = sv["baseline"]
+    if not sv["meets_slo"]:
+        return (f"Nothing tried meets {bounds}, even with {sv['replicas']} replicas: relax the SLO, shorten prompts "
+                "or outputs, or use faster GPUs (simulated)")
+
+    def gpus(n: int) -> str:
+        return f"{n} replica{'s' if n != 1 else ''} ({n * sv['gpus_per_replica']} GPUs)"
+
+    price = ""
+    if sv.get("cost_per_mtok_usd") is not None and base.get("cost_per_mtok_usd") is not None:
+        price = (f"; ${sv['cost_per_mtok_usd']:.3f} instead of ${base['cost_per_mtok_usd']:.3f} per million output "
+                 "tokens")
+    if sv["method"] == "none":
+        return (f"Do not speculate: {gpus(sv['replicas'])} meet {bounds}, and no draft or policy tried needs fewer "
+                "(simulated)")
+    on = [seg for seg in plan.policy if seg["k"] > 0]
+    parts = [f"{_shape(seg)} up to batch {seg['batch_to']}" for seg in on]
+    if len(parts) > 3:
+        parts = [parts[0], f"shrinking to {_shape(on[-1])} by batch {on[-1]['batch_to']}"]
+    tail = "; off above" if plan.policy and plan.policy[-1]["k"] == 0 else ""
+    against = (f"against {base['replicas']} without speculation" if base["meets_slo"] else
+               "which plain decoding meets with no number of replicas")
+    return (f"Speculate with {NAMES.get(sv['method'], sv['method'])} ({sv['draft']}), {', '.join(parts)}{tail}: "
+            f"{gpus(sv['replicas'])} meet {bounds}, {against} (simulated{price if base['meets_slo'] else ''})")
+
+
 def plan_dict(plan: Plan) -> dict[str, Any]:
     """The JSON record of `specsim plan --format json` (and report.json / plan.json)."""
     s = plan.scenario
@@ -121,10 +158,12 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         acceptance[dr.label] = entry
     return {
         "scenario": s.name, "hardware": s.hardware.name, "model": s.model.name, "tp": s.tp,
+        "cost_model": cost_model_label(s.hardware),
         "objective": s.objective, "recommendation": recommendation(plan), "method": plan.method,
         "draft": plan.draft_label, "gain": plan.gain, "per_draft_gain": plan.per_draft_gain,
         "buckets": buckets, "policy": plan.policy, "crossover_batch": plan.crossover,
         "arrival": plan.arrival, "acceptance": acceptance, "acceptance_band": plan.band,
+        "serving": plan.serving,
         "engine_configs": engine_configs(plan.method, plan.policy,
                                          d.model.name if d is not None and d.model is not None else None,
                                          d.draft_tp if d is not None else None,
@@ -164,6 +203,15 @@ def plan_markdown(plan: Plan) -> str:
     if data["crossover_batch"]:
         lines += ["", "Crossover batch (speculation stops paying): " + ", ".join(
             f"{k}: {v if v is not None else 'never (within the grid)'}" for k, v in data["crossover_batch"].items())]
+    if data["serving"]:
+        sv = data["serving"]
+        lines += ["", f"Chosen by simulation at {sv['target_rate_rps']:g} requests/s ({sv['requests']:,} seeded "
+                  "requests, thinned to each replica's share):", "",
+                  "| draft | policy | origin | replicas | meets SLO | TTFT ms | TPOT ms |",
+                  "|---|---|---|---:|---|---:|---:|"]
+        for t in sv["trials"]:
+            lines.append(f"| {t['draft']} | {t['policy']} | {t['origin']} | {t['replicas']} | "
+                         f"{'yes' if t['meets_slo'] else 'no'} | {t['ttft_ms']:.0f} | {t['tpot_ms']:.1f} |")
     for note in data["notes"]:
         lines += ["", f"> {note}"]
     return "\n".join(lines) + "\n"

@@ -14,11 +14,12 @@ from specsim.report.sections.plan import header, plan_section
 from specsim.report.sections.policy import policy_section, rate_model
 from specsim.report.sections.provenance import provenance_section
 from specsim.report.sections.sensitivity import sensitivity_section
+from specsim.report.sections.serving import serving_section
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
 
 STEPS = ("plan", "verification cost", "speedup by draft and k", "optimal k heat map", "policy over the load",
-         "sensitivity", "memory", "capacity and cost", "provenance", "writing")
+         "sensitivity", "memory", "capacity and cost", "serving simulation", "provenance", "writing")
 
 
 def build_sections(s: Scenario, reference: Path | None = None, progress: Progress | None = None
@@ -43,6 +44,10 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
     tick(STEPS[7])
     sections.append(capacity_section(c, rm))
     tick(STEPS[8])
+    serving = serving_section(c)  # None unless the scenario has traffic to simulate
+    if serving is not None:
+        sections.append(serving)
+    tick(STEPS[9])
     sections.append(provenance_section(c, reference))
     return c, sections
 

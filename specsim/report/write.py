@@ -34,7 +34,7 @@ def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Pa
     check_folder_target(out, OUTPUTS)  # before the work: a file, a symlink or someone else's folder is refused
     c, sections = assemble.build_sections(s, reference, progress)
     if progress:
-        progress(assemble.STEPS[9])
+        progress(assemble.STEPS[-1])
     names = []
     with output_folder(out, OUTPUTS) as tmp:
         (tmp / "figures").mkdir()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from specsim.acceptance.priors import task_of_dataset
 from specsim.errors import SpecsimError
 
 FloatArray = npt.NDArray[np.float64]
@@ -39,6 +40,30 @@ class WorkloadClass:
         """alpha_1..alpha_k (the last given rate repeats past the list's end)."""
         a = np.asarray(self.alphas, dtype=np.float64)
         return np.concatenate([a, np.full(max(0, k - len(a)), a[-1])])[:k]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A share of the traffic as a scenario describes it, before a draft is chosen: explicit per-position
+    `alphas`, a `task` whose sourced prior is looked up for the simulated draft (simulate/planner.py), or
+    neither (the draft's own acceptance, measured or its prior)."""
+
+    name: str
+    share: float
+    alphas: tuple[float, ...] | None = None
+    task: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.share > 0:
+            raise SpecsimError(f"workload '{self.name}': field 'share' must be > 0, got {self.share!r}")
+        if self.alphas is not None:
+            WorkloadClass(self.name, self.share, self.alphas)  # the same checks
+        if self.task is not None and task_of_dataset(self.task) is None:
+            raise SpecsimError(f"workload '{self.name}': field 'task' must be a known task, got {self.task!r}")
+
+    def resolved(self) -> WorkloadClass | None:
+        """The class when its rates are given (None: they depend on the draft)."""
+        return None if self.alphas is None else WorkloadClass(self.name, self.share, self.alphas)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ traffic:
   output: {dist: fixed, tokens: 256}                   # {dist: fixed, tokens}, {dist: trace[, path]}
   workloads:                                           # acceptance mix (per-position conditional rates)
     - {name: chat, share: 0.6, alphas: [0.8, 0.75, 0.7]}
-    - {name: code, share: 0.4, alphas: [0.9, 0.88]}
+    - {name: code, share: 0.4, task: code}             # or a task: its sourced prior for the simulated draft
+    - {name: other, share: 0.1}                        # or neither: the draft's own acceptance
   seed: 0
 serving:
   max_num_seqs: 256
   max_num_batched_tokens: 8192
   kv_capacity_tokens: 500000                           # else the caller's memory model decides
-  speculation: {k: 4, disable_above_batch: 64}         # off | {k} | {schedule: [[1, 16, 4], [17, 64, 2]]}
+  draft: eagle3                                        # which of the scenario's drafts (default: the plan's)
+  speculation: {k: 4, disable_above_batch: 64}         # plan (default) | off | {k} | {schedule: [[1, 16, 4], ...]}
   slo: {ttft_ms: 500, tpot_ms: 50, percentile: 99}
   target_rate_rps: 40                                  # replicas for this rate
   gpus_per_replica: 8
@@ -37,8 +39,9 @@ from typing import Any, TypeVar
 
 import yaml  # type: ignore[import-untyped]
 
+from specsim.acceptance.priors import TASKS, task_of_dataset
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix, WorkloadClass
+from specsim.simulate.acceptance import AcceptanceMix, Workload
 from specsim.simulate.engine import EngineConfig
 from specsim.simulate.metrics import SLO
 from specsim.simulate.policy import SpecPolicy
@@ -57,6 +60,9 @@ from specsim.simulate.traffic import (
 )
 
 T = TypeVar("T")
+MAX_REQUESTS = 10_000_000  # requests one run may simulate (a bound on input, not a model limit)
+MAX_SEQS = 4096  # the step table holds every batch up to this at every k
+MAX_BUDGET = 10_000_000
 
 
 def yaml_lines(text: str) -> dict[str, int]:
@@ -137,7 +143,10 @@ def _number(raw: dict[str, Any], key: str, where: Where, default: Any = None, lo
     value = raw[key]
     kind = "an integer" if integer else "a number"
     bound = "" if lo is None else f" {'>' if strict_lo else '>='} {lo:g}"
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    except OverflowError:  # an integer beyond any float
+        ok = False
     ok = ok and (not integer or float(value).is_integer())
     if ok and lo is not None:
         ok = value > lo if strict_lo else value >= lo
@@ -226,23 +235,41 @@ def parse_lengths(raw: Any, where: Where, base_dir: Path, trace: Trace | None = 
     raise where.error(f"field 'dist' must be one of fixed, lognormal, trace; got {dist!r}", "dist")
 
 
-def parse_mix(raw: Any, where: Where) -> AcceptanceMix:
-    """[{name, share, alphas: [...]}, ...] -> AcceptanceMix."""
+def parse_workloads(raw: Any, where: Where) -> tuple[Workload, ...]:
+    """[{name, share, alphas: [...] | task: TASK}, ...] -> workloads (neither: the draft's own acceptance)."""
     if not isinstance(raw, list) or not raw:
-        raise where.error(f"expected a list of {{name, share, alphas}}, got {raw!r}")
-    classes = []
+        raise where.error(f"expected a list of {{name, share, alphas | task}}, got {raw!r}")
+    out = []
     for i, item in enumerate(raw):
         w = where.at(i)
-        item = _mapping(item, w, "name, share, alphas")
-        _only(item, w, {"name", "share", "alphas"})
+        item = _mapping(item, w, "name, share, alphas | task")
+        _only(item, w, {"name", "share", "alphas", "task"})
         alphas = item.get("alphas")
         if isinstance(alphas, int | float) and not isinstance(alphas, bool):
             alphas = [alphas]
-        if not isinstance(alphas, list) or not alphas or any(
-                isinstance(a, bool) or not isinstance(a, int | float) or not 0 <= a <= 1 for a in alphas):
+        if alphas is not None and (not isinstance(alphas, list) or not alphas or any(
+                isinstance(a, bool) or not isinstance(a, int | float) or not 0 <= a <= 1 for a in alphas)):
             raise w.error(f"field 'alphas' must be a list of acceptance rates in [0, 1], got {alphas!r}", "alphas")
+        task = item.get("task")
+        if task is not None:
+            if alphas is not None:
+                raise w.error("give 'alphas' or 'task', not both", "task")
+            if not isinstance(task, str) or task_of_dataset(task) is None:
+                raise w.error(f"field 'task' must be one of {', '.join(TASKS)}, got {task!r}", "task")
         share = _number(item, "share", w, 1.0, lo=0, strict_lo=True)
-        classes.append(WorkloadClass(str(item.get("name", f"workload{i}")), share, tuple(float(a) for a in alphas)))
+        out.append(Workload(str(item.get("name", f"workload{i}")), share,
+                            None if alphas is None else tuple(float(a) for a in alphas), task))
+    return tuple(out)
+
+
+def parse_mix(raw: Any, where: Where) -> AcceptanceMix:
+    """[{name, share, alphas: [...]}, ...] -> AcceptanceMix (every workload with its own alphas)."""
+    classes = []
+    for i, wl in enumerate(parse_workloads(raw, where)):
+        c = wl.resolved()
+        if c is None:
+            raise where.at(i).error("missing field 'alphas'", "alphas")
+        classes.append(c)
     return AcceptanceMix(tuple(classes))
 
 
@@ -250,6 +277,8 @@ def parse_policy(raw: Any, where: Where) -> SpecPolicy:
     """off | k | {k, disable_above_batch} | {schedule: [[from, to, k], ...], k (elsewhere), disable_above_batch}."""
     if raw is None or raw is False or raw == "off" or raw == 0:
         return SpecPolicy.off()
+    if isinstance(raw, str):
+        raise where.error(f"expected plan, off, a k or a mapping {{k, schedule, disable_above_batch}}, got {raw!r}")
     if isinstance(raw, int) and not isinstance(raw, bool):
         return where.build(lambda: SpecPolicy.static(raw), "k")
     raw = _mapping(raw, where, "off, or k / schedule / disable_above_batch")
@@ -275,6 +304,8 @@ class ServingSpec:
     slo: SLO | None
     target_rate_rps: float | None
     gpus_per_replica: int | None
+    draft: str | None = None  # the scenario draft simulated (its label); None: the analytic plan's choice
+    plan_policy: bool = False  # speculation absent or 'plan': the analytic plan's policy for the draft
 
     def engine(self, kv_capacity_tokens: int | None = None) -> EngineConfig:
         """EngineConfig with the file's KV capacity, else the one given (from the memory model)."""
@@ -287,14 +318,22 @@ class ServingSpec:
 def parse_serving(raw: Any, where: Where) -> ServingSpec:
     raw = _mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
     _only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
-                       "target_rate_rps", "gpus_per_replica"})
+                       "target_rate_rps", "gpus_per_replica", "draft"})
     seqs = _number(raw, "max_num_seqs", where, 256, lo=1, integer=True)
     budget = _number(raw, "max_num_batched_tokens", where, 8192, lo=1, integer=True)
     kv = _number(raw, "kv_capacity_tokens", where, lo=1, integer=True) if "kv_capacity_tokens" in raw else None
+    if seqs > MAX_SEQS or budget > MAX_BUDGET:
+        key = "max_num_seqs" if seqs > MAX_SEQS else "max_num_batched_tokens"
+        raise where.error(f"field '{key}' must be at most {MAX_SEQS if seqs > MAX_SEQS else MAX_BUDGET:,}", key)
     if budget < seqs:
         raise where.error(f"field 'max_num_batched_tokens' ({budget}) must be >= max_num_seqs ({seqs})",
                           "max_num_batched_tokens")
-    policy = parse_policy(raw.get("speculation"), where.at("speculation"))
+    spec_raw = raw.get("speculation", "plan")
+    from_plan = spec_raw == "plan"
+    policy = SpecPolicy.off() if from_plan else parse_policy(spec_raw, where.at("speculation"))
+    draft = raw.get("draft")
+    if draft is not None and (not isinstance(draft, str) or not draft):
+        raise where.error(f"field 'draft' must name one of the scenario's drafts, got {draft!r}", "draft")
     slo = None
     if raw.get("slo") is not None:
         w = where.at("slo")
@@ -307,14 +346,15 @@ def parse_serving(raw: Any, where: Where) -> ServingSpec:
                   _number(s, "tpot_ms", w, lo=0, strict_lo=True) / 1e3, pct)
     rate = _number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
     gpus = _number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
-    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus)
+    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan)
 
 
 @dataclass(frozen=True)
 class TrafficSpec:
     traffic: Traffic
-    acceptance: AcceptanceMix | None
+    acceptance: AcceptanceMix | None  # every workload's rates given; None: they depend on the draft
     seed: int
+    workloads: tuple[Workload, ...] = ()
 
 
 def parse_traffic(raw: Any, where: Where, base_dir: Path) -> TrafficSpec:
@@ -332,15 +372,25 @@ def parse_traffic(raw: Any, where: Where, base_dir: Path) -> TrafficSpec:
         elif trace is None:
             raise where.error(f"missing field '{key}' (a length distribution; only a replayed trace has its own)")
     n = _number(raw, "num_requests", where, lo=1, integer=True) if "num_requests" in raw else None
+    if n is not None and n > MAX_REQUESTS:
+        raise where.error(f"field 'num_requests' must be at most {MAX_REQUESTS:,}, got {n:,}", "num_requests")
     duration = _number(raw, "duration_s", where, lo=0, strict_lo=True) if "duration_s" in raw else None
     if n is not None and duration is not None:
         raise where.error("give one of 'num_requests' and 'duration_s', not both", "duration_s")
     if n is None and duration is None and trace is None:
         raise where.error("missing field 'num_requests' (or 'duration_s')")
-    mix = parse_mix(raw["workloads"], where.at("workloads")) if "workloads" in raw else None
+    workloads = parse_workloads(raw["workloads"], where.at("workloads")) if "workloads" in raw else ()
+    given = [w.resolved() for w in workloads]
+    mix = AcceptanceMix(tuple(c for c in given if c is not None)) if given and None not in given else None
     seed = _number(raw, "seed", where, 0, lo=0, integer=True)
+    if seed >= 2**63:
+        raise where.error(f"field 'seed' must be below 2^63, got {seed}", "seed")
     traffic = where.build(lambda: Traffic(arrivals, prompt, output, n, duration))
-    return TrafficSpec(traffic, mix, seed)
+    expected = traffic.mean_rate_rps * duration if duration is not None else 0.0
+    if expected > MAX_REQUESTS:
+        raise where.error(f"field 'duration_s': {duration:g} s at {traffic.mean_rate_rps:g} requests/s is about "
+                          f"{expected:,.0f} requests; at most {MAX_REQUESTS:,} per run", "duration_s")
+    return TrafficSpec(traffic, mix, seed, workloads)
 
 
 @dataclass(frozen=True)
@@ -369,3 +419,13 @@ def load_simulation(path: str | Path, data: Mapping[str, Any] | None = None) -> 
         raise root.error("missing section 'traffic'")
     return SimulationSpec(parse_traffic(data["traffic"], root.at("traffic"), p.parent),
                           parse_serving(data.get("serving"), root.at("serving")))
+
+
+def parse_sections(data: Mapping[str, Any], file: str, lines: Mapping[str, int] | None, base_dir: Path
+                   ) -> tuple[TrafficSpec | None, ServingSpec | None]:
+    """A scenario's `traffic:` and `serving:` sections (None where absent); errors name `file`, the line
+    (from `lines`, see `yaml_lines`) and the field; paths are relative to `base_dir`."""
+    root = Where(file, "", lines)
+    traffic = parse_traffic(data["traffic"], root.at("traffic"), base_dir) if "traffic" in data else None
+    serving = parse_serving(data["serving"], root.at("serving")) if "serving" in data else None
+    return traffic, serving

@@ -7,6 +7,7 @@ above which speculation is switched off (vLLM's former ``speculative_disable_by_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -14,6 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.errors import SpecsimError
+
+_SPAN = re.compile(r"^(\d{1,7})-(\d{1,7}):(?:k=)?(\d{1,3})$")
+_K = re.compile(r"^(?:k=)?(\d{1,3})$")
+_OFF = re.compile(r"^off>(\d{1,7})$")
 
 
 @dataclass(frozen=True)
@@ -87,3 +92,27 @@ class SpecPolicy:
 
     def k_for_batch(self, batch: int) -> int:
         return int(self.k_table(batch)[batch])
+
+    @classmethod
+    def parse(cls, text: str, option: str = "--policy") -> SpecPolicy:
+        """From text: ``off``; ``k=4`` (or ``4``); ``1-16:4,17-64:2`` (batch ranges, ``:k=4`` too); with
+        ``off>64`` to switch off above a batch and ``k=N`` as the k outside the ranges; the `label` of a
+        policy reads back as the same policy."""
+        items = [x.strip() for x in str(text).replace("else ", "").split(",")]
+        if items == ["off"]:
+            return cls.off()
+        k, spans, off_above = 0, [], None
+        for item in items:
+            m = _SPAN.match(item)
+            if m:
+                spans.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
+            elif m := _K.match(item):
+                k = int(m.group(1))
+            elif m := _OFF.match(item):
+                off_above = int(m.group(1))
+            else:
+                raise SpecsimError(f"{option}: cannot read {item!r} in {text!r} (use off, k=4, 1-16:4,17-64:2, "
+                                   "k=4,off>64)")
+        if len(str(text)) > 4000 or len(spans) > 1000:
+            raise SpecsimError(f"{option}: too long ({len(spans)} ranges)")
+        return cls(k, tuple(spans), off_above)

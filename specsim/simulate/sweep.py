@@ -1,8 +1,9 @@
 """Sweeps of simulations (rates x policies x engine limits x seeds), run in parallel with joblib.
 
-`sweep` builds every case's requests and one StepTable in the calling process (so the planner's cost
-object never has to be pickled), then runs the cases through ``joblib.Parallel``: local processes by
-default (loky). Each case carries its own seed, so results do not depend on n_jobs or the backend.
+`sweep` builds every case's requests and one StepTable per cost in the calling process (so the planner's
+cost objects never have to be pickled), then runs the cases through ``joblib.Parallel``: local processes
+by default (loky). Each case carries its own seed, so results do not depend on n_jobs or the backend.
+Cases name their cost (`SweepCase.cost`) when a sweep crosses drafts: `sweep(cases, {"eagle3": c1, ...})`.
 
 The same call runs on a cluster through joblib's Dask or Ray backends (neither is a dependency):
 
@@ -20,12 +21,13 @@ The same call runs on a cluster through joblib's Dask or Ray backends (neither i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
 
+from specsim.errors import SpecsimError
 from specsim.simulate.acceptance import AcceptanceMix
 from specsim.simulate.capacity import table_for
 from specsim.simulate.cost import StepCost, StepTable
@@ -44,6 +46,7 @@ class SweepCase:
     acceptance: AcceptanceMix | None = None
     seed: int = 0
     labels: tuple[tuple[str, Any], ...] = ()
+    cost: str = ""  # the key of this case's step cost when the sweep is given several (one per draft)
 
 
 def grid(traffic: Traffic, engine: EngineConfig, acceptance: AcceptanceMix | None = None,
@@ -83,16 +86,31 @@ def _run_case(case: SweepCase, requests: Requests, table: StepTable, slo: SLO | 
     return {**dict(case.labels), **metrics_row(summarize(result, slo, pricing, bins=None))}
 
 
-def sweep(cases: Sequence[SweepCase], cost: StepCost, slo: SLO | None = None, pricing: Pricing | None = None,
-          n_jobs: int | None = -1) -> pd.DataFrame:
-    """Run every case (in parallel, joblib) and return one row per case, in the cases' order."""
+def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], slo: SLO | None = None,
+          pricing: Pricing | None = None, n_jobs: int | None = -1,
+          progress: Callable[[int], None] | None = None) -> pd.DataFrame:
+    """Run every case (in parallel, joblib) and return one row per case, in the cases' order.
+
+    `cost`: one StepCost, or one per `SweepCase.cost` key. `progress(done)` is called as rows arrive."""
     import joblib  # type: ignore[import-untyped]
 
+    costs: Mapping[str, StepCost] = cost if isinstance(cost, Mapping) else {c.cost: cost for c in cases}
+    missing = sorted({c.cost for c in cases} - set(costs))
+    if missing:
+        raise SpecsimError(f"sweep: no step cost for {missing[0]!r}")
     made: dict[tuple[Traffic, int], Requests] = {}
     for c in cases:
         if (c.traffic, c.seed) not in made:
             made[(c.traffic, c.seed)] = generate_requests(c.traffic, c.seed)
-    table = table_for(cost, [c.engine for c in cases], list(made.values()))
-    jobs = (joblib.delayed(_run_case)(c, made[(c.traffic, c.seed)], table, slo, pricing) for c in cases)
-    rows = joblib.Parallel(n_jobs=n_jobs)(jobs)
+    tables: dict[str, StepTable] = {}
+    for key in dict.fromkeys(c.cost for c in cases):
+        mine = [c for c in cases if c.cost == key]
+        tables[key] = table_for(costs[key], [c.engine for c in mine],
+                                list({id(r): r for r in (made[(c.traffic, c.seed)] for c in mine)}.values()))
+    jobs = (joblib.delayed(_run_case)(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases)
+    rows = []
+    for row in joblib.Parallel(n_jobs=n_jobs, return_as="generator")(jobs):
+        rows.append(row)
+        if progress is not None:
+            progress(len(rows))
     return pd.DataFrame(rows)

@@ -115,6 +115,9 @@ def read_trace(path: str | Path, layout: str = "auto", model: str | None = None)
         raise SpecsimError(f"{p.name}: not a readable CSV: {first}") from None
     except pd.errors.EmptyDataError:
         raise SpecsimError(f"{p.name}: empty trace file") from None
+    except UnicodeDecodeError as exc:
+        raise SpecsimError(f"{p.name}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+                           ) from None
     frame.columns = [str(c).strip() for c in frame.columns]
     found = detect_layout(list(frame.columns)) if layout == "auto" else layout
     if found is None:

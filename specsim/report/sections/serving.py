@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -46,6 +47,10 @@ def _setup(c: Ctx) -> Setup | None:
     return base
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
 def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
     """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve)."""
     arr = setup.traffic.arrivals
@@ -65,7 +70,7 @@ def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
                                                                                ("policy", p.label))))
     reqs = [generate_requests(c.traffic, c.seed) for c in cases[::len(policies)]]
     frame = sweep(cases, setup.table(policies, reqs), setup.slo, setup.pricing, n_jobs=1)
-    return rates, frame.to_dict(orient="records")
+    return rates, _records(frame)
 
 
 def _figure(setup: Setup, by_rate: list[dict[str, Any]], hours: tuple[np.ndarray, list[dict[str, Any]]] | None,
@@ -140,7 +145,7 @@ def serving_section(c: Ctx) -> Section | None:
     by_rate_setup = dataclasses.replace(setup, traffic=base)
     rates = [rate * m for m in RATE_MULTIPLES]
     frame = sweep_scenario(by_rate_setup, rates, None, None, n_jobs=1)
-    by_rate = frame.to_dict(orient="records")
+    by_rate = _records(frame)
     hours = _hours(setup)
     window = {r.policy.label: r.metrics.timeseries for r in outcome.runs if r.metrics.timeseries is not None}
     fig = _figure(setup, by_rate, hours, window, c.title)

@@ -1,0 +1,449 @@
+"""A scenario's serving simulation: the scenario's traffic and engine limits, the planner's step costs and
+memory (simulate/planner.py), the draft and speculation policy chosen, and the questions `specsim simulate`
+answers: speculation on against off on identical traffic, replicas for a target rate, sweeps.
+
+Where each input comes from (first that applies):
+- traffic: the scenario's `traffic:` (with --rate / --requests / --duration / --seed applied); else, for a
+  scenario whose load is an arrival rate, Poisson arrivals at that rate with its fixed prompt and output
+  lengths (DERIVED_REQUESTS requests); a load given as buckets has no traffic to simulate (an error).
+- limits: `serving:` (max_num_seqs 256, max_num_batched_tokens 8192 unless said); KV capacity from the
+  file, else from the memory model for the draft and k run (`planner.kv_capacity_tokens`): speculation's
+  draft weights and KV leave fewer tokens than plain decoding has.
+- draft: the one named (--draft, `serving.draft`); else, when the policy follows the plan, the analytic plan's
+  choice; else the scenario's first draft.
+- policy: --policy, else `serving.speculation`, else the analytic plan's chain policy for that draft (its
+  own analytic schedule, `planner.analytic_schedule`, when the plan chose another draft).
+- acceptance: per request from the workload mix (`planner.acceptance_mix`).
+- SLO: `serving.slo`; price: the scenario's `gpu_hour_usd` x `serving.gpus_per_replica` (default tp).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
+
+from specsim.drafts.draft import Draft
+from specsim.errors import SpecsimError
+from specsim.plan.evaluate import Target
+from specsim.plan.optimize import Plan, target_of
+from specsim.plan.scenario import Scenario
+from specsim.simulate.acceptance import AcceptanceMix, Workload
+from specsim.simulate.capacity import ReplicaPlan, replicas_needed
+from specsim.simulate.config import ServingSpec, Where, parse_serving
+from specsim.simulate.cost import StepTable
+from specsim.simulate.engine import EngineConfig, SimResult, simulate
+from specsim.simulate.metrics import SLO, Pricing, ServingMetrics, summarize
+from specsim.simulate.planner import (
+    MAX_DEPTH,
+    PlannerCost,
+    acceptance_mix,
+    analytic_schedule,
+    chain,
+    kv_capacity_tokens,
+    policy_from_segments,
+    with_depth,
+)
+from specsim.simulate.policy import SpecPolicy
+from specsim.simulate.sweep import SweepCase, sweep
+from specsim.simulate.traffic import (
+    Empirical,
+    Fixed,
+    Gamma,
+    Lognormal,
+    Poisson,
+    RateCurve,
+    Requests,
+    TraceArrivals,
+    Traffic,
+    generate_requests,
+)
+
+DERIVED_REQUESTS = 2000  # requests simulated for a scenario whose traffic is derived from arrival_rate_rps
+MAX_K = MAX_DEPTH  # the deepest draft a policy may use (acceptance positions carried)
+#: Requests generated at a target rate for replica planning (`requests_at`; the SLO optimiser uses the same,
+#: so `specsim simulate --target-rate` and `specsim plan` agree): n replicas each simulate about 1/n of them.
+REPLICA_REQUESTS = 12_000
+MAX_REQUESTS = 10_000_000
+Progress = Callable[[str], None]
+
+
+def _quiet(_step: str) -> None:
+    return None
+
+
+def scenario_traffic(s: Scenario) -> tuple[Traffic, int, tuple[Workload, ...]]:
+    """(traffic, seed, workloads) of a scenario (module docstring)."""
+    if s.traffic is not None:
+        return s.traffic.traffic, s.traffic.seed, s.traffic.workloads
+    if s.arrival is not None:
+        a = s.arrival
+        return (Traffic(Poisson(a.rate_rps), Fixed(a.prompt_tokens), Fixed(a.output_tokens), DERIVED_REQUESTS),
+                0, ())
+    raise SpecsimError(f"{s.path}: no 'traffic:' section to simulate (and the load is buckets of batch sizes, not an "
+                       "arrival rate); add a traffic section: arrivals, num_requests, prompt, output")
+
+
+def mean_lengths(traffic: Traffic) -> tuple[float, float]:
+    """Mean prompt and output tokens (a replayed trace's own where the traffic gives none)."""
+    arr = traffic.arrivals
+    trace = arr.trace if isinstance(arr, TraceArrivals) else None
+    prompt = traffic.prompt.mean_tokens if traffic.prompt is not None else (
+        float(trace.prompt_tokens.mean()) if trace is not None else 1.0)
+    output = traffic.output.mean_tokens if traffic.output is not None else (
+        float(trace.output_tokens.mean()) if trace is not None else 1.0)
+    return prompt, output
+
+
+def with_size(traffic: Traffic, rate: float | None = None, requests: int | None = None,
+              duration_s: float | None = None) -> Traffic:
+    """The traffic at another mean rate and/or another size (num_requests or duration_s)."""
+    if requests is not None and duration_s is not None:
+        raise SpecsimError("give --requests or --duration, not both")
+    if requests is not None:
+        if not 1 <= requests <= MAX_REQUESTS:
+            raise SpecsimError(f"--requests must be in [1, {MAX_REQUESTS:,}], got {requests:,}")
+        traffic = dataclasses.replace(traffic, num_requests=int(requests), duration_s=None)
+    if duration_s is not None:
+        if not (duration_s > 0 and math.isfinite(duration_s)):
+            raise SpecsimError(f"--duration must be a number of seconds > 0, got {duration_s:g}")
+        traffic = dataclasses.replace(traffic, duration_s=float(duration_s), num_requests=None)
+    if rate is not None:
+        if not (rate > 0 and math.isfinite(rate)):
+            raise SpecsimError(f"--rate must be a number of requests/s > 0, got {rate:g}")
+        traffic = traffic.with_rate(float(rate))
+    if traffic.duration_s is not None and not isinstance(traffic.arrivals, TraceArrivals):
+        expected = traffic.mean_rate_rps * traffic.duration_s
+        if expected > MAX_REQUESTS:
+            raise SpecsimError(f"{traffic.duration_s:g} s at {traffic.mean_rate_rps:g} requests/s is about "
+                               f"{expected:,.0f} requests; at most {MAX_REQUESTS:,} per run")
+    return traffic
+
+
+def stationary(traffic: Traffic, rate: float) -> Traffic:
+    """The traffic at a steady mean rate: a rate curve becomes gamma gaps of its CV at that rate (the same
+    lengths and size); other arrivals are scaled to it (`Traffic.with_rate`)."""
+    arr = traffic.arrivals
+    if isinstance(arr, RateCurve):
+        return dataclasses.replace(traffic, arrivals=Gamma(float(rate), arr.cv))
+    return traffic.with_rate(rate)
+
+
+@dataclass(frozen=True, eq=False)
+class Setup:
+    """Everything one scenario's simulation needs, resolved (module docstring)."""
+
+    scenario: Scenario
+    target: Target
+    traffic: Traffic
+    seed: int
+    workloads: tuple[Workload, ...]
+    limits: ServingSpec
+    draft: Draft  # a chain; method "none" when the scenario's policy never speculates
+    policy: SpecPolicy
+    policy_source: str
+    slo: SLO | None
+    pricing: Pricing | None
+    notes: tuple[str, ...] = ()
+    _kv: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+    _tables: dict[str, StepTable] = field(default_factory=dict, repr=False)
+
+    @property
+    def context_hint(self) -> float:
+        """A representative KV length: mean prompt + half the mean output."""
+        prompt, output = mean_lengths(self.traffic)
+        return prompt + output / 2.0
+
+    def cost(self, draft: Draft | None = None) -> PlannerCost:
+        return PlannerCost(self.target, chain(draft or self.draft))
+
+    def depth(self, policies: Sequence[SpecPolicy] = ()) -> int:
+        return max(1, self.scenario.max_k, self.policy.max_k, *(p.max_k for p in policies))
+
+    def mix(self, draft: Draft | None = None, depth: int | None = None) -> tuple[AcceptanceMix, tuple[str, ...]]:
+        d = draft or self.draft
+        return acceptance_mix(d, self.target, self.workloads, depth or self.depth(),
+                              self.scenario.raw.get("temperature") if isinstance(
+                                  self.scenario.raw.get("temperature"), int | float) else None)
+
+    def kv_tokens(self, policy: SpecPolicy, draft: Draft | None = None) -> int:
+        """KV capacity in tokens for this policy and draft (the file's, else the memory model's)."""
+        if self.limits.kv_capacity_tokens is not None:
+            return self.limits.kv_capacity_tokens
+        d = draft or self.draft
+        key = (d.label if policy.enabled else "none", policy.max_k if policy.enabled else 0)
+        if key not in self._kv:
+            self._kv[key] = kv_capacity_tokens(self.target, d if policy.enabled else None, key[1], self.context_hint)
+        return self._kv[key]
+
+    def engine(self, policy: SpecPolicy | None = None, draft: Draft | None = None) -> EngineConfig:
+        p = self.policy if policy is None else policy
+        return EngineConfig(self.limits.max_num_seqs, self.limits.max_num_batched_tokens, self.kv_tokens(p, draft), p)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.limits.gpus_per_replica or self.scenario.tp
+
+    def table(self, policies: Sequence[SpecPolicy], requests: Sequence[Requests], draft: Draft | None = None
+              ) -> StepTable:
+        """The planner's step costs for a draft tabulated once (`StepTable`), covering these policies' k, the
+        engine's batches and these requests' contexts (or the traffic's longest possible, when bounded);
+        rebuilt larger only when a later call needs more."""
+        d = draft or self.draft
+        ks = {0} | {int(k) for p in policies for k in self.engine(p, d).k_by_batch().tolist()}
+        longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
+        bound = _length_bound(self.traffic)
+        need = max(longest, bound or 0.0) + max(ks) + 1
+        old = self._tables.get(d.label)
+        if old is not None and old.covers(self.limits.max_num_seqs, ks) and old.context_grid[-1] >= need:
+            return old
+        if old is not None:
+            ks |= set(old.ks)
+            need = max(need, float(old.context_grid[-1]))
+        table = StepTable.build(self.cost(d), self.limits.max_num_seqs, ks, need, self.limits.max_num_batched_tokens)
+        self._tables[d.label] = table
+        return table
+
+
+def _draft_by_label(s: Scenario, label: str, option: str) -> Draft:
+    d = next((d for d in s.drafts if d.label == label), None)
+    if d is None:
+        known = ", ".join(x.label for x in s.drafts)
+        raise SpecsimError(f"{option}: {label!r} is not one of the scenario's drafts ({known})")
+    return d
+
+
+def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None = None,
+               duration_s: float | None = None, seed: int | None = None, policy: SpecPolicy | None = None,
+               draft: str | None = None, analytic: Callable[[], Plan] | None = None) -> Setup:
+    """Resolve a scenario's simulation (module docstring). `analytic()` gives the analytic plan, asked for only
+    when the draft or the policy follows it (default: `plan.optimize.plan`)."""
+    traffic, file_seed, workloads = scenario_traffic(s)
+    traffic = with_size(traffic, rate, requests, duration_s)
+    if seed is not None and not 0 <= seed < 2**63:
+        raise SpecsimError(f"--seed must be in [0, 2^63), got {seed}")
+    limits = s.serving if s.serving is not None else parse_serving(None, Where(s.path, "serving"))
+    t = target_of(s)
+    notes: list[str] = []
+    label = draft or limits.draft
+    plan: Plan | None = None
+
+    def get_plan() -> Plan:
+        nonlocal plan
+        if plan is None:
+            if analytic is not None:
+                plan = analytic()
+            else:
+                from specsim.plan.optimize import plan as make_plan
+
+                plan = make_plan(s)
+        return plan
+
+    if policy is not None:
+        source = "--policy"
+    elif not limits.plan_policy:
+        policy, source = limits.policy, "serving.speculation"
+    else:
+        policy, source = None, "the analytic plan"
+    if label is not None:
+        d = _draft_by_label(s, label, "--draft" if draft else "serving.draft")
+    elif policy is not None:
+        d = next((x for x in s.drafts if x.method != "none"), s.drafts[0])
+    else:
+        p = get_plan()
+        d = _draft_by_label(s, p.draft_label, "plan") if p.method != "none" else s.drafts[0]
+    if policy is None:
+        p = get_plan()
+        if p.method == "none":
+            policy = SpecPolicy.off()
+            notes.append("the analytic plan speculates at no load, so the simulated policy is off; pass --policy "
+                         "(e.g. k=3) to simulate speculation")
+        elif p.serving is not None and p.serving["draft"] == d.label:
+            policy, source = SpecPolicy.parse(p.serving["policy"]), "the plan's SLO optimisation (simulated)"
+        elif p.draft_label == d.label:
+            policy = policy_from_segments(p.chain_policy or p.policy)
+        else:
+            policy = analytic_schedule(t, d, s.max_k, limits.max_num_seqs, _context(traffic))
+            source = f"the analytic schedule of {d.label} (the plan chose {p.draft_label})"
+    if policy.max_k > MAX_K:
+        raise SpecsimError(f"--policy: k = {policy.max_k} is beyond the {MAX_K} positions acceptance is known for")
+    if d.is_tree:
+        notes.append(f"{d.label}: the simulation drafts chains (a tree the scenario fixed runs as the chain of its "
+                     "depth)")
+    d = with_depth(chain(d), max(1, s.max_k, policy.max_k))
+    if d.method == "none" and policy.enabled:
+        raise SpecsimError(f"policy {policy.label} needs a draft: the scenario's draft is 'none'")
+    if s.serving is not None and s.serving.kv_capacity_tokens is None:
+        notes.append("KV capacity from the memory model (plan/memory.py) for the draft and k simulated")
+    pricing = (Pricing(float(s.gpu_hour_usd), limits.gpus_per_replica or s.tp)
+               if s.gpu_hour_usd is not None else None)
+    return Setup(s, t, traffic, file_seed if seed is None else int(seed), workloads, limits, d, policy, source,
+                 limits.slo, pricing, tuple(notes))
+
+
+def _length_bound(traffic: Traffic) -> float | None:
+    """The longest prompt + output the traffic can draw (None: unbounded, e.g. a lognormal without max)."""
+    def top(dist: Any, trace_values: Any) -> float | None:
+        if dist is None:
+            return None if trace_values is None else float(trace_values.max())
+        if isinstance(dist, Fixed):
+            return float(dist.tokens)
+        if isinstance(dist, Lognormal):
+            return None if dist.max_tokens is None else float(dist.max_tokens)
+        if isinstance(dist, Empirical):
+            return float(np.max(dist.values))
+        return None
+
+    arr = traffic.arrivals
+    trace = arr.trace if isinstance(arr, TraceArrivals) else None
+    p = top(traffic.prompt, None if trace is None else trace.prompt_tokens)
+    o = top(traffic.output, None if trace is None else trace.output_tokens)
+    return None if p is None or o is None else p + o
+
+
+def _context(traffic: Traffic) -> float:
+    prompt, output = mean_lengths(traffic)
+    return prompt + output / 2.0
+
+
+# --- runs ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One simulation and its summary."""
+
+    policy: SpecPolicy
+    result: SimResult
+    metrics: ServingMetrics
+    kv_capacity_tokens: int
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """What `specsim simulate` reports: the runs (off first when compared), replicas, the acceptance used."""
+
+    setup: Setup
+    requests: Requests
+    runs: tuple[Run, ...]
+    acceptance: AcceptanceMix
+    acceptance_sources: tuple[str, ...]
+    replicas: dict[str, ReplicaPlan] = field(default_factory=dict)
+    target_rate_rps: float | None = None
+
+    @property
+    def off(self) -> Run | None:
+        return next((r for r in self.runs if not r.policy.enabled), None)
+
+    @property
+    def on(self) -> Run | None:
+        return next((r for r in self.runs if r.policy.enabled), None)
+
+
+def requests_at(traffic: Traffic, rate: float, seed: int, cap: int | None = None) -> Requests:
+    """Requests arriving at a steady `rate` (`stationary`: a rate curve's burstiness at that rate; a trace sped
+    up), as many more as the rate is higher than the traffic's (a num_requests traffic; at most `cap`): each of
+    n replicas then sees about as many requests as the scenario's run has."""
+    base = traffic.mean_rate_rps
+    t = stationary(traffic, rate)
+    top = REPLICA_REQUESTS if cap is None else cap
+    if t.num_requests is not None and not isinstance(t.arrivals, TraceArrivals) and rate > base:
+        t = dataclasses.replace(t, num_requests=int(min(top, max(t.num_requests, round(t.num_requests * rate / base)))))
+    return generate_requests(t, seed)
+
+
+def run_scenario(setup: Setup, compare: bool = True, target_rate: float | None = None, max_replicas: int = 256,
+                 bins: int | None = 200, progress: Progress = _quiet) -> Outcome:
+    """Speculation off and on (or the policy alone), and replicas for a target rate when asked."""
+    policies = [SpecPolicy.off(), setup.policy] if compare and setup.policy.enabled else [setup.policy]
+    progress("generating requests")
+    req = generate_requests(setup.traffic, setup.seed)
+    if req.n == 0:
+        raise SpecsimError("the traffic generated no requests (a duration shorter than the first arrival)")
+    target_req = None
+    if target_rate is not None:
+        if setup.slo is None:
+            raise SpecsimError("--target-rate needs an SLO to size replicas for: add serving.slo {ttft_ms, tpot_ms, "
+                               "percentile} to the scenario")
+        if not (target_rate > 0 and math.isfinite(target_rate)):
+            raise SpecsimError(f"--target-rate must be > 0 requests/s, got {target_rate:g}")
+        if not 1 <= max_replicas <= 100_000:
+            raise SpecsimError(f"--max-replicas must be in [1, 100000], got {max_replicas}")
+        target_req = requests_at(setup.traffic, target_rate, setup.seed)
+    mix, sources = setup.mix()
+    engines = [setup.engine(p) for p in policies]
+    progress("tabulating step costs")
+    table = setup.table(policies, [req] + ([target_req] if target_req is not None else []))
+    runs = []
+    for p, eng in zip(policies, engines, strict=True):
+        progress(f"simulating {p.label}")
+        res = simulate(req, eng, table, mix, setup.seed)
+        runs.append(Run(p, res, summarize(res, setup.slo, setup.pricing, bins), eng.kv_capacity_tokens))
+    replicas: dict[str, ReplicaPlan] = {}
+    if target_req is not None:
+        assert setup.slo is not None
+        for p, eng in zip(policies, engines, strict=True):
+            progress(f"replicas, {p.label}")
+            replicas[p.label] = replicas_needed(target_req, eng, table, setup.slo, mix, setup.seed, setup.pricing,
+                                                max_replicas)
+    return Outcome(setup, req, tuple(runs), mix, sources, replicas, target_rate)
+
+
+# --- sweeps --------------------------------------------------------------------------------------------
+
+
+def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[SpecPolicy] | None = None,
+                   drafts: Sequence[str] | None = None, n_jobs: int = 1,
+                   progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+    """Simulations over rates x drafts x policies (joblib, in parallel), one row each; every case runs the
+    same seeded requests for its rate, with the KV capacity of its own draft and k."""
+    s = setup.scenario
+    rate_axis: list[float | None] = list(rates) if rates else [None]
+    policy_axis = list(policies) if policies else ([SpecPolicy.off(), setup.policy] if setup.policy.enabled
+                                                    else [setup.policy])
+    if any(p.max_k > MAX_K for p in policy_axis):
+        raise SpecsimError(f"--sweep-policies: k beyond {MAX_K}, the positions acceptance is known for")
+    chosen = [_draft_by_label(s, x, "--sweep-drafts") for x in drafts] if drafts else [setup.draft]
+    depth = setup.depth(policy_axis)
+    draft_axis = [with_depth(chain(d), depth) for d in chosen]
+    for r in rate_axis:
+        if r is not None and not (r > 0 and math.isfinite(r)):
+            raise SpecsimError(f"--sweep-rates: rates must be > 0 requests/s, got {r:g}")
+    if len(rate_axis) * len(policy_axis) * len(draft_axis) > 10_000:
+        raise SpecsimError("sweep: more than 10,000 simulations; narrow the axes")
+    cases: list[SweepCase] = []
+    for rate in rate_axis:
+        traffic = setup.traffic if rate is None else setup.traffic.with_rate(rate)
+        for d in draft_axis:
+            mix, _ = setup.mix(d, depth)
+            for p in policy_axis:
+                eng = setup.engine(p, d)
+                labels = (("rate_rps", float(traffic.mean_rate_rps if rate is None else rate)),
+                          ("draft", d.label if p.enabled else "none"),
+                          ("policy", p.label), ("kv_capacity_tokens", eng.kv_capacity_tokens), ("seed", setup.seed))
+                cases.append(SweepCase(traffic, eng, mix, setup.seed, labels, d.label))
+    # plain decoding is the same simulation whatever the draft: run it once per rate
+    seen: set[tuple[Any, ...]] = set()
+    unique = []
+    for c in cases:
+        key = (dict(c.labels)["rate_rps"], c.engine.policy.label, c.engine.kv_capacity_tokens,
+               c.cost if c.engine.policy.enabled else "")
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    total = len(unique)
+    made = {(c.traffic, c.seed) for c in unique}
+    reqs = [generate_requests(t, sd) for t, sd in made]
+    costs = {d.label: setup.table(policy_axis, reqs, d) for d in draft_axis}
+    frame = sweep(unique, costs, setup.slo, setup.pricing, n_jobs=n_jobs,
+                  progress=None if progress is None else (lambda done: progress(done, total)))
+    return frame
+
+
+__all__ = ["DERIVED_REQUESTS", "REPLICA_REQUESTS", "Outcome", "Run", "Setup", "make_setup", "mean_lengths",
+           "requests_at", "run_scenario", "scenario_traffic", "stationary", "sweep_scenario", "with_size"]
