@@ -29,7 +29,8 @@ def timed(label: str, fn) -> object:
 def main() -> None:
     hw = load_hardware("h100-sxm")
     m = np.arange(1, 8193, dtype=float)
-    timed("gemm_time_s over 8192 token counts (32 configurations)", lambda: rl.gemm_time_s(m, 28672, 8192, hw))
+    timed(f"gemm_time_s over 8192 token counts ({len(rl._TM)} configurations)",
+          lambda: rl.gemm_time_s(m, 28672, 8192, hw))
     if (VIDUR / "compute").is_dir():
         from specsim.calibration.vidur import import_vidur
 
@@ -43,7 +44,7 @@ def main() -> None:
         df["time_ms"] = rl.gemm_time_s(df["tokens"], df["d_out"], df["d_in"], hw)[0] * 1e3
         df = cal.check_measurements(df, "synthetic") if hasattr(cal, "check_measurements") else df
     gemm = df[(df["op"] == "gemm") & (df["device"] == "h100-sxm")]
-    rows = cal._Rows.build(gemm)
+    rows = cal.RowSet(gemm)
     timed(f"predict {len(gemm):,} H100 gemm rows", lambda: rows.predict_ms(hw))
     result = timed("calibrate on Llama-2-7B, hold out the rest",
                    lambda: cal.calibrate(gemm, hw, holdout="model!=Llama-2-7b-hf"))
@@ -51,6 +52,14 @@ def main() -> None:
     if (df["op"] == "allreduce").any():
         ar = df[(df["op"] == "allreduce") & (df["device"] == "h100-sxm")]
         timed(f"all-reduce fit, {len(ar):,} rows", lambda: cal.fit_allreduce(ar, hw))
+    import importlib.util
+
+    if importlib.util.find_spec("aiconfigurator_core") is not None:  # NVIDIA's tables (.[tables])
+        from specsim.calibration import tables
+
+        rows_t = timed("load NVIDIA's H100 vLLM tables (aiconfigurator-core)", lambda: tables.load_rows("h100-sxm"))
+        timed("score the H100 profile on them", lambda: tables.score(hw, rows_t))
+        timed("calibrate-tables stages gemm..allreduce (1 start)", lambda: tables.fit_to_tables(hw, rows_t))
 
 
 if __name__ == "__main__":

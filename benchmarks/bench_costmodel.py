@@ -35,6 +35,19 @@ def main() -> None:
         n = b.size * q.size * ctx.size
         t = best_of(lambda model=model, b=b, q=q, ctx=ctx: forward_time_s(hw, model, b, q, ctx, tp=8))
         print(f"forward_time_s {name:14s} {n:7d} passes in {t * 1e3:7.1f} ms ({n / t / 1e6:.2f} M passes/s)")
+    import importlib.util
+
+    if importlib.util.find_spec("aiconfigurator_core") is not None:  # the measured-table backend (.[tables])
+        table = hw.with_cost_model("table", framework="vllm")
+        model = load_model("llama-3.1-70b")
+        t0 = time.perf_counter()
+        forward_time_s(table, model, 1, 1, 1024, tp=8)  # builds the ratio grids once per process
+        build = time.perf_counter() - t0
+        b, q, ctx = np.arange(1, 257, 4)[:, None, None], np.arange(1, 18)[None, :, None], np.geomspace(
+            512, 131072, 16).round()[None, None, :]
+        t = best_of(lambda: forward_time_s(table, model, b, q, ctx, tp=8))
+        print(f"table backend: grids built in {build:.1f} s; forward_time_s llama-3.1-70b {b.size * q.size * ctx.size} "
+              f"passes in {t * 1e3:.1f} ms")
     vidur = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vidur"
     if vidur.is_dir():
         from specsim.calibration.measurements import predict_table, resolver

@@ -130,7 +130,7 @@ def alpha_from_mean_tokens(mean_tokens: ArrayLike, k: ArrayLike) -> FloatArray:
 
 def survival_positional(rates: ArrayLike) -> FloatArray:
     """P(A >= i) for i = 1..K given conditional per-position rates (last axis): cumulative products."""
-    return np.cumprod(check_rates(rates, "per-position acceptance rate"), axis=-1)
+    return np.cumprod(check_rates(rates, "per-position acceptance rate"), axis=-1).astype(np.float64)
 
 
 def expected_tokens_positional(rates: ArrayLike, k: ArrayLike) -> FloatArray:

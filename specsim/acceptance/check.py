@@ -164,6 +164,7 @@ def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -
 
     rng = np.random.default_rng(seeds[3])
     target, draft = ref.circulant_pair(6, 0.6, rng)
+    assert isinstance(draft, ref.MarkovLM)  # one beta: one draft table
     probs = sibling_probs_multicandidate(target.table[0], draft.table[0], 4)
     tree = medusa_tree([3, 2])
     rows.append(

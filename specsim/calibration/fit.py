@@ -19,7 +19,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,8 @@ import pandas as pd
 import yaml
 from scipy.optimize import least_squares
 
-from specsim.calibration.measurements import BAND_LABELS, NEEDS, _compute_dtype, token_band
+from specsim.calibration.measurements import BAND_LABELS, NEEDS, RowSet, token_band
 from specsim.cost import roofline as rl
-from specsim.cost.dtypes import WEIGHT_BYTES
 from specsim.cost.hardware import HardwareProfile, parse_hardware
 from specsim.errors import SpecsimError
 
@@ -48,16 +47,42 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "bw_ramp_ctas_frac": (0.02, 1.0),
     "power_throttle": (0.0, 1.0),
     "throttle_tau_ms": (0.01, 100.0),
+    "swap_tile_efficiency": (0.05, 1.0),
+    "splitk_overhead_us": (0.0, 30.0),
+    "l2_resident_frac": (0.1, 1.2),
+    "l2_stream_tb_per_s": (0.3, 100.0),
+    "fp8_compute": (0.3, 1.0),
+    "dequant_tera_per_s": (0.5, 50.0),
+    "attention_memory": (0.3, 1.0),
+    "attention_overhead_us": (0.5, 100.0),
+    "attention_cta_us": (0.0, 30.0),
+    "attention_cta_overlap": (1.0, 20.0),
+    "attention_split_us": (0.0, 50.0),
+    "attention_split_bw_loss": (0.0, 0.9),
+    "moe_compute": (0.05, 1.0),
+    "moe_overhead_us": (0.0, 1000.0),
+    "moe_permute_tb_per_s": (0.05, 50.0),
+    "moe_expert_us": (0.0, 20.0),
 }
 GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness", "cta_k_overhead",
                "l2_bw_tb_per_s", "small_tile_efficiency", "streamk_fixup_tiles", "bw_ramp_ctas_frac",
-               "power_throttle", "throttle_tau_ms")
-# Which parameters each op's rows can determine.
+               "power_throttle", "throttle_tau_ms", "swap_tile_efficiency", "splitk_overhead_us", "l2_resident_frac",
+               "l2_stream_tb_per_s", "fp8_compute", "dequant_tera_per_s")
+ATTENTION_PARAMS = ("attention_compute", "attention_memory", "attention_overhead_us", "attention_cta_us",
+                    "attention_cta_overlap", "attention_split_us", "attention_split_bw_loss")
+MOE_PARAMS = ("moe_compute", "moe_overhead_us", "moe_permute_tb_per_s", "moe_expert_us")
+# Which parameters each op's rows can determine. Attention and MoE rows determine only their own
+# parameters: their kernels share the GEMM's tile model, fitted on GEMM rows (calibrate GEMMs first).
 DETERMINES: dict[str, tuple[str, ...]] = {
     "gemm": GEMM_PARAMS,
-    "attention": ("attention_compute", "memory", "kernel_overhead_us", "ridge_sharpness"),
+    "attention": ATTENTION_PARAMS,
+    "moe": MOE_PARAMS,
     "memcpy": ("memory", "kernel_overhead_us"),
+    "elementwise": ("memory", "kernel_overhead_us"),
 }
+# Ops whose rows time one library kernel each: a fit refuses rows of several (framework, kernel)
+# pairs for one (op, dtype) unless asked (`mix_kernels`); elementwise rows are many small kernels.
+SINGLE_KERNEL_OPS = ("gemm", "attention", "moe", "allreduce")
 # Fitted unless asked otherwise (`--params`): the power-limit pair only on request, since only a
 # sweep of long compute-bound kernels shows it (Vidur H100 rows do; its A100 rows stay flat).
 DEFAULT_OFF = ("power_throttle", "throttle_tau_ms")
@@ -72,54 +97,7 @@ F_SCALE = 0.05  # soft-L1 knee: residuals beyond 5% count linearly (robust to he
 # Fast predictions on fixed rows (the fit evaluates them hundreds of times)
 
 
-@dataclass
-class _Rows:
-    """The predictable rows of one measurement table, as arrays, ready for repeated prediction."""
-
-    df: pd.DataFrame
-    gemm: list[tuple[np.ndarray, str, float, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-    attention: tuple[np.ndarray, ...] | None = None
-    memcpy: tuple[np.ndarray, np.ndarray] | None = None
-    allreduce: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    @classmethod
-    def build(cls, df: pd.DataFrame) -> _Rows:
-        rows = cls(df.reset_index(drop=True))
-        d = rows.df
-        for op, cols in NEEDS.items():
-            sel = (d["op"] == op).to_numpy() & d[list(cols)].notna().all(axis=1).to_numpy()
-            idx = np.flatnonzero(sel)
-            if not len(idx):
-                continue
-            s = d.iloc[idx]
-            if op == "gemm":
-                for (cdt, wdt), g in s.groupby([s["dtype"].map(_compute_dtype), s["dtype"]]):
-                    gi = idx[np.isin(s.index, g.index)]
-                    rows.gemm.append((gi, str(cdt), WEIGHT_BYTES.get(str(wdt), 2.0),
-                                      *(g[c].to_numpy(float) for c in ("tokens", "d_out", "d_in"))))
-            elif op == "attention":
-                rows.attention = (idx, *(s[c].to_numpy(float) for c in NEEDS["attention"]))
-            elif op == "memcpy":
-                rows.memcpy = (idx, s["bytes"].to_numpy(float))
-            else:
-                rows.allreduce = (idx, s["bytes"].to_numpy(float), s["world_size"].to_numpy(float))
-        return rows
-
-    def predict_ms(self, hw: HardwareProfile) -> np.ndarray:
-        out = np.full(len(self.df), np.nan)
-        for idx, dtype, wb, m, n, k in self.gemm:
-            out[idx] = rl.gemm_time_s(m, n, k, hw, dtype, wb)[0] * 1e3
-        if self.attention is not None:
-            idx, b, ctx, q, heads, kvh, hd = self.attention
-            t = rl.attention_time_s(b, q, ctx, heads, kvh, hd, hd, 2.0 * kvh * hd * 2.0, hw)[0]
-            out[idx] = t * 1e3
-        if self.memcpy is not None:
-            idx, by = self.memcpy
-            out[idx] = rl.memory_op_time_s(by, hw) * 1e3
-        if self.allreduce is not None:
-            idx, by, n = self.allreduce
-            out[idx] = rl.allreduce_time_s(by, n, hw) * 1e3
-        return out
+_Rows = RowSet  # the prepared rows of one measurement table (measurements.RowSet)
 
 
 def row_weights(df: pd.DataFrame) -> np.ndarray:
@@ -128,6 +106,8 @@ def row_weights(df: pd.DataFrame) -> np.ndarray:
     key = df["op"].astype(str) + ":" + band.astype(str)
     if "world_size" in df:
         key = key + ":" + df["world_size"].fillna(0).astype(str)
+    if "impl" in df:
+        key = key + ":" + df["impl"].fillna("").astype(str)
     return 1.0 / np.sqrt(key.map(key.value_counts()).to_numpy(dtype=float))
 
 
@@ -221,8 +201,9 @@ def fit_efficiency_params(df: pd.DataFrame, hw: HardwareProfile, params: Sequenc
                            f"(their ops: {', '.join(sorted(ops)) or 'none'})")
     if not params:
         raise SpecsimError("nothing to fit: no gemm, attention or memcpy rows")
-    rows = _Rows.build(df[df["op"].isin(list(ops))])
-    y = rows.df["time_ms"].to_numpy(dtype=float)
+    sub = df[df["op"].isin(list(ops))].reset_index(drop=True)
+    rows = RowSet(sub)
+    y = sub["time_ms"].to_numpy(dtype=float)
     usable = np.isfinite(rows.predict_ms(hw))
     if not usable.any():
         raise SpecsimError("no row can be predicted: gemm rows need tokens, d_in, d_out; attention rows "
@@ -235,7 +216,7 @@ def fit_efficiency_params(df: pd.DataFrame, hw: HardwareProfile, params: Sequenc
     if flat:
         detail = ", ".join(f"{p} (moves predictions by at most {100 * e:.2g}%)" for p, e in flat.items())
         raise SpecsimError(f"the measurements cannot determine {detail}; leave it out of --params")
-    w = row_weights(rows.df) * usable
+    w = row_weights(sub) * usable
     lo = np.array([BOUNDS[p][0] for p in params])
     hi = np.array([BOUNDS[p][1] for p in params])
     x0 = np.clip(np.array([getattr(hw.efficiency, p) for p in params], dtype=float), lo + 1e-9, hi - 1e-9)
@@ -278,23 +259,38 @@ def fitted_values(hw: HardwareProfile) -> dict[str, float]:
 # All-reduce (per world size)
 
 
+def allreduce_impl(df: pd.DataFrame) -> pd.Series:
+    """Each all-reduce row's implementation (the `impl` column; eager nccl where absent)."""
+    if "impl" not in df.columns:
+        return pd.Series("nccl", index=df.index)
+    return df["impl"].fillna("").astype(str).str.strip().replace({"": "nccl", "nan": "nccl"})
+
+
 def fit_allreduce(df: pd.DataFrame, hw: HardwareProfile) -> HardwareProfile:
-    """Profile whose interconnect holds (latency, busbw, sharpness) fitted per world size in the rows.
+    """Profile whose interconnect holds (latency, busbw, sharpness) fitted per implementation and
+    world size in the rows (eager nccl -> allreduce_by_world_size; nccl_graph, custom ->
+    allreduce_by_implementation; custom_eager rows are not an implementation a caller picks: skipped).
 
     Each world size needs messages on both sides of its latency/bandwidth knee: if the transfer term
     never reaches the latency (or vice versa) the bandwidth (latency) cannot be determined and the
     fit is refused.
     """
+    from specsim.cost.hardware import ALLREDUCE_IMPLEMENTATIONS
+
     ar = df[(df["op"] == "allreduce") & df["bytes"].notna() & df["world_size"].notna() & (df["world_size"] > 1)]
+    ar = ar[allreduce_impl(ar).isin(ALLREDUCE_IMPLEMENTATIONS).to_numpy()]
     if ar.empty:
-        raise SpecsimError("nothing to fit for all-reduce: no allreduce rows with bytes and world_size > 1")
-    table = dict(hw.interconnect.allreduce_by_world_size)
-    for n, g in ar.groupby("world_size"):
+        raise SpecsimError("nothing to fit for all-reduce: no allreduce rows with bytes and world_size > 1 "
+                           f"(implementations: {', '.join(ALLREDUCE_IMPLEMENTATIONS)})")
+    tables = {"nccl": dict(hw.interconnect.allreduce_by_world_size),
+              **{k: dict(v) for k, v in hw.interconnect.allreduce_by_implementation.items()}}
+    for (impl, n), g in ar.groupby([allreduce_impl(ar), "world_size"]):
         size = int(n)
         b = g["bytes"].to_numpy(float)
         y = g["time_ms"].to_numpy(float) * 1e-3
+        what = f"all-reduce ({impl}) over {size} GPUs"
         if len(np.unique(b)) < 4:
-            raise SpecsimError(f"all-reduce over {size} GPUs: {len(np.unique(b))} message size(s); need >= 4 to "
+            raise SpecsimError(f"{what}: {len(np.unique(b))} message size(s); need >= 4 to "
                                "fit latency, bus bandwidth and sharpness")
         f = 2.0 * (size - 1) / size
         lo = np.array([ALLREDUCE_BOUNDS[p][0] for p in ALLREDUCE_PARAMS])
@@ -307,15 +303,17 @@ def fit_allreduce(df: pd.DataFrame, hw: HardwareProfile) -> HardwareProfile:
 
         transfer_share = f * b / (x0[1] * 1e9) / y
         if transfer_share.max() < 0.2:
-            raise SpecsimError(f"all-reduce over {size} GPUs: messages too small to determine bus bandwidth "
+            raise SpecsimError(f"{what}: messages too small to determine bus bandwidth "
                                f"(transfer is at most {100 * transfer_share.max():.0f}% of the time)")
         if transfer_share.min() > 0.8:
-            raise SpecsimError(f"all-reduce over {size} GPUs: messages too large to determine latency "
+            raise SpecsimError(f"{what}: messages too large to determine latency "
                                f"(latency is at most {100 * (1 - transfer_share.min()):.0f}% of the time)")
         fit = least_squares(lambda x, y=y, model=model: model(x) / y - 1.0, x0, bounds=(lo, hi),
                             loss="soft_l1", f_scale=F_SCALE, x_scale="jac")
-        table[size] = (float(fit.x[0]) * 1e-6, float(fit.x[1]) * 1e9, float(fit.x[2]))
-    ic = dataclasses.replace(hw.interconnect, allreduce_by_world_size=dict(sorted(table.items())))
+        tables.setdefault(str(impl), {})[size] = (float(fit.x[0]) * 1e-6, float(fit.x[1]) * 1e9, float(fit.x[2]))
+    ic = dataclasses.replace(
+        hw.interconnect, allreduce_by_world_size=dict(sorted(tables.pop("nccl").items())),
+        allreduce_by_implementation={k: dict(sorted(v.items())) for k, v in tables.items() if v})
     return dataclasses.replace(hw, interconnect=ic)
 
 
@@ -374,9 +372,16 @@ def error_report(df: pd.DataFrame, pred_ms: np.ndarray, held: np.ndarray, by: st
             if op in ("gemm", "attention"):
                 for label in BAND_LABELS:
                     add(f"op={op} tokens={label}", is_op & (band == label).to_numpy())
+            if op == "moe":
+                for label in BAND_LABELS:
+                    add(f"op=moe tokens={label}", is_op & (band == label).to_numpy())
             if op == "allreduce":
-                for n in sorted(df.loc[ok & is_op, "world_size"].dropna().unique()):
-                    add(f"op=allreduce world_size={int(n)}", is_op & (df["world_size"] == n).to_numpy())
+                impls = allreduce_impl(df)
+                for impl in sorted(impls[ok & is_op].unique()):
+                    tag = "" if impl == "nccl" else f" impl={impl}"
+                    for n in sorted(df.loc[ok & is_op & (impls == impl).to_numpy(), "world_size"].dropna().unique()):
+                        add(f"op=allreduce{tag} world_size={int(n)}",
+                            is_op & (impls == impl).to_numpy() & (df["world_size"] == n).to_numpy())
         if by is not None:
             if by not in df.columns:
                 raise SpecsimError(f"--by: no column {by!r} in the measurements")
@@ -406,12 +411,52 @@ class Calibration:
     skipped: dict[str, int]
 
 
+def kernel_groups(df: pd.DataFrame) -> dict[str, list[str]]:
+    """For each (op, dtype[, impl]) of the single-kernel ops, the distinct 'framework/kernel' pairs
+    its rows were timed with (blank framework and kernel count as one unnamed kernel)."""
+    out: dict[str, list[str]] = {}
+    if df.empty:
+        return out
+    fw = df["framework"].fillna("").astype(str) if "framework" in df else pd.Series("", index=df.index)
+    kern = df["kernel"].fillna("").astype(str) if "kernel" in df else pd.Series("", index=df.index)
+    label = (fw + "/" + kern).str.strip("/")
+    impl = allreduce_impl(df).where(df["op"] == "allreduce", "")
+    key = df["op"].astype(str) + " " + df["dtype"].fillna("").astype(str) + impl.map(lambda x: f" {x}" if x else "")
+    for k, g in label.groupby(key):
+        op = k.split(" ")[0]
+        if op in SINGLE_KERNEL_OPS:
+            out[k] = sorted(set(g))
+    return out
+
+
+def select_rows(df: pd.DataFrame, framework: str | None = None, kernel: str | None = None) -> pd.DataFrame:
+    """Rows of one framework (column `framework`) and/or kernels whose name contains `kernel`."""
+    d = df
+    for col, value in (("framework", framework), ("kernel", kernel)):
+        if not value:
+            continue
+        if col not in d.columns:
+            raise SpecsimError(f"--{col}: the measurements have no '{col}' column")
+        cells = d[col].fillna("").astype(str)
+        hit = cells.str.lower() == value.lower() if col == "framework" else cells.str.contains(value, regex=False)
+        if not hit.any():
+            known = ", ".join(sorted(set(cells))[:12])
+            raise SpecsimError(f"--{col}: no row has {col} {value!r} (present: {known})")
+        d = d[hit.to_numpy()]
+    return d
+
+
 def calibrate(df: pd.DataFrame, hw: HardwareProfile, params: str | None = None, holdout: str | None = None,
               max_rel_std: float = 1.0, ops: Sequence[str] | None = None, all_devices: bool = False,
-              by: str | None = None, starts: int = 1) -> Calibration:
-    """Select rows, hold some out, fit, and report errors (see the `calibrate` command)."""
+              by: str | None = None, starts: int = 1, framework: str | None = None, kernel: str | None = None,
+              mix_kernels: bool = False) -> Calibration:
+    """Select rows, hold some out, fit, and report errors (see the `calibrate` command).
+
+    Rows of one (op, dtype[, all-reduce implementation]) timed with more than one framework/kernel
+    are refused (fits never silently mix kernels) unless `mix_kernels`; `framework` / `kernel`
+    select rows first."""
     skipped: dict[str, int] = {}
-    d = df.copy()
+    d = select_rows(df, framework, kernel).copy()
     if not all_devices:
         other = (d["device"] != "") & (d["device"] != hw.name)
         if other.any():
@@ -432,6 +477,11 @@ def calibrate(df: pd.DataFrame, hw: HardwareProfile, params: str | None = None, 
     if d.empty:
         raise SpecsimError(f"no rows to calibrate {hw.name} on (rows of other devices or ops: "
                            f"{', '.join(f'{k}: {v}' for k, v in skipped.items()) or 'none'}; try --all-devices)")
+    mixed = {k: v for k, v in kernel_groups(d).items() if len(v) > 1}
+    if mixed and not mix_kernels:
+        detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in mixed.items())
+        raise SpecsimError(f"the rows mix kernels ({detail}); choose one with --framework / --kernel, or pass "
+                           "--mix-kernels to fit them together")
     dropped = 0
     if "std_ms" in d.columns and max_rel_std > 0:
         noisy = (pd.to_numeric(d["std_ms"], errors="coerce") / d["time_ms"] > max_rel_std).to_numpy()
@@ -451,8 +501,8 @@ def calibrate(df: pd.DataFrame, hw: HardwareProfile, params: str | None = None, 
         fitted = fit_allreduce(train, fitted)
     if not eff_params and not fit_ar:
         raise SpecsimError("nothing to fit: no gemm, attention, memcpy or allreduce rows")
-    rows = _Rows.build(d)
-    out = rows.df.copy()
+    rows = RowSet(d)
+    out = d.copy()
     out["predicted_ms_base"] = rows.predict_ms(hw)
     out["predicted_ms"] = rows.predict_ms(fitted)
     out["held_out"] = held
@@ -535,5 +585,5 @@ def write_profile(hw: HardwareProfile, path: str | Path) -> None:
     write_atomic(path, text)
 
 
-__all__ = ["BOUNDS", "DETERMINES", "Calibration", "calibrate", "error_report", "fit_allreduce",
+__all__ = ["BOUNDS", "DETERMINES", "Calibration", "RowSet", "calibrate", "error_report", "fit_allreduce",
            "fit_efficiency", "fitted_profile", "row_weights", "undetermined", "write_profile"]

@@ -36,6 +36,45 @@ def _need(d: pd.DataFrame, cols: set[str], path: Path) -> None:
         raise SpecsimError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
 
 
+# Vidur's element-wise ops (its mlp.csv, one median per op): name -> our kernel name. The bytes each
+# moves (read + written, 16-bit activations) are computed from the layer's shape in `_vidur_elementwise`.
+_VIDUR_ELEMENTWISE = {
+    "input_layernorm": "rmsnorm",
+    "post_attention_layernorm": "rmsnorm",
+    "attn_rope": "rotary_embedding",
+    "mlp_act": "silu_and_mul",
+    "add": "residual_add",
+}
+
+
+def _vidur_elementwise(d: pd.DataFrame, path: Path, device: str) -> pd.DataFrame:
+    """Element-wise rows: RMSNorm reads and writes T x h; rotary reads and writes the q and k heads of
+    one GPU; the gated activation reads 2 x inter/tp and writes inter/tp per token (one branch
+    ungated: read 1, write 1); the residual add reads two T x h and writes one."""
+    tp = d["num_tensor_parallel_workers"].astype(float)
+    t, h = d["num_tokens"].astype(float), d["n_embd"].astype(float)
+    hd = h / d["n_head"]
+    gated = d["use_gated_mlp"].astype(str).str.lower() == "true"
+    inter = d["n_expanded_embd"] / tp
+    moved = {
+        "input_layernorm": 2 * t * h, "post_attention_layernorm": 2 * t * h,
+        "attn_rope": 2 * t * (d["n_head"] + d["n_kv_head"]) / tp * hd,
+        "mlp_act": t * inter * np.where(gated, 3, 2), "add": 3 * t * h,
+    }
+    frames = []
+    for col, kernel in _VIDUR_ELEMENTWISE.items():
+        if f"time_stats.{col}.median" not in d.columns:
+            continue
+        frames.append(pd.DataFrame({
+            "op": "elementwise", "device": device, "dtype": "fp16", "tokens": t, "d_in": h,
+            "bytes": moved[col] * 2.0, "time_ms": d[f"time_stats.{col}.median"],
+            "std_ms": d.get(f"time_stats.{col}.std", np.nan), "layer_op": col, "model": path.parent.name,
+            "tp": d["num_tensor_parallel_workers"], "framework": "vidur", "kernel": kernel,
+            "source": f"vidur {'/'.join(path.parts[-5:])}",
+        }))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def _vidur_compute(path: Path, device: str) -> pd.DataFrame:
     d = _read(path)
     _need(d, {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp", "num_tokens",
@@ -58,8 +97,10 @@ def _vidur_compute(path: Path, device: str) -> pd.DataFrame:
             "op": "gemm", "device": device, "dtype": "fp16", "tokens": d["num_tokens"],
             "d_in": k, "d_out": n, "world_size": 1, "time_ms": d[f"time_stats.{col}.median"],
             "std_ms": std, "layer_op": name, "model": path.parent.name,
-            "tp": d["num_tensor_parallel_workers"], "source": f"vidur {'/'.join(path.parts[-5:])}",
+            "tp": d["num_tensor_parallel_workers"], "framework": "vidur", "kernel": "torch.nn.functional.linear",
+            "source": f"vidur {'/'.join(path.parts[-5:])}",
         }))
+    frames.append(_vidur_elementwise(d, path, device))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -78,6 +119,7 @@ def _vidur_network(path: Path, device: str) -> pd.DataFrame:
         "op": "allreduce", "device": device, "dtype": "fp16", "bytes": d["size"].astype(float),
         "world_size": d["num_workers"], "time_ms": d["time_stats.all_reduce.median"],
         "std_ms": d.get("time_stats.all_reduce.std", np.nan), "nodes": d["num_workers"] / per_node,
+        "framework": "vidur", "kernel": "torch.distributed.all_reduce", "impl": "nccl",
         "source": f"vidur {'/'.join(path.parts[-3:])}",
     })
     # One node only: a profile's interconnect is its scale-up fabric (NVLink/NVSwitch), not the network.
@@ -85,8 +127,9 @@ def _vidur_network(path: Path, device: str) -> pd.DataFrame:
 
 
 def import_vidur(root: str | Path) -> pd.DataFrame:
-    """compute/<gpu>/<org>/<model>/mlp.csv (linear layers -> gemm rows) and
-    network/<gpu>_dgx/all_reduce.csv (single-node NCCL all-reduce -> allreduce rows) under root."""
+    """compute/<gpu>/<org>/<model>/mlp.csv (linear layers -> gemm rows; RMSNorm, rotary, activation
+    and residual add -> elementwise rows) and network/<gpu>_dgx/all_reduce.csv (single-node eager
+    NCCL all-reduce -> allreduce rows, impl nccl) under root."""
     root = Path(root)
     if not root.is_dir():
         raise SpecsimError(f"{root}: no such directory")

@@ -314,13 +314,13 @@ def evaluate(
         profile = _profile(alpha, alphas, acceptance, k)
         metrics, cost_note, extra = _real_cost_route(hardware, model, draft, profile, k, tree, sibling_probs, batch,
                                                      context, overhead_ms / 1e3, setup)
-        result = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
-        info = {**extra, "batch": batch, "context": context, "tp": tp, "cost_source": cost_note,
-                "convention": MEAN_LENGTH_CONVENTION}
+        real_result = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
+        real_info = {**extra, "batch": batch, "context": context, "tp": tp, "cost_source": cost_note,
+                     "convention": MEAN_LENGTH_CONVENTION}
         if fmt != "table":
-            emit_mapping({**result, **info}, fmt)
+            emit_mapping({**real_result, **real_info}, fmt)
             return
-        rows = [(key, value) for key, value in result.items()]
+        rows: list[tuple[str, Any]] = [(key, value) for key, value in real_result.items()]
         rows += [("memory per GPU (GiB)", f"{extra['memory_gib_per_gpu']:.1f} of {extra['memory_capacity_gib']:.1f}"),
                  ("acceptance", extra["acceptance"])]
         print_kv_table(f"speculative step: {extra['draft']} k={extra['k']}, batch {batch}, context {context}", rows,
@@ -338,6 +338,7 @@ def evaluate(
         assert cfg.profile is not None
         tokens = float(cfg.profile.mean_tokens(t.num_nodes))
     else:
+        assert cfg.tree_probs is not None
         tokens = float(t.expected_tokens(cfg.tree_probs))
 
     assert draft_cost_ratio is not None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from specsim.cost.costmodel import describe
 from specsim.cost.hardware import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import Op, PassShape, head_ops, layer_ops, make_shape
@@ -19,7 +20,8 @@ FAMILIES = ("linear", "attention", "elementwise", "communication", "head", "over
 @dataclass(frozen=True)
 class ForwardBreakdown:
     ops: list[Op]  # per-layer ops carry their layer count; head ops count once
-    overhead_s: Array
+    overhead_s: Array  # per-pass fixed host cost (hw.launch_overhead_s); engine profiles replace it
+    cost_model: str = "roofline"  # which cost model timed the kernels (costmodel.describe)
 
     @property
     def time_s(self) -> Array:
@@ -38,6 +40,10 @@ class ForwardBreakdown:
     def bytes_(self) -> Array:
         return sum(op.bytes_ * op.count for op in self.ops)
 
+    def kernels(self) -> Array:
+        """Kernel launches of the pass (what an eager engine pays host launch time for)."""
+        return sum(np.asarray(op.kernels, dtype=float) * op.count for op in self.ops) + np.zeros_like(self.overhead_s)
+
 
 def breakdown(model: ModelSpec, hw: HardwareProfile, shape: PassShape) -> ForwardBreakdown:
     ops = layer_ops(model, hw, shape)
@@ -46,13 +52,15 @@ def breakdown(model: ModelSpec, hw: HardwareProfile, shape: PassShape) -> Forwar
     ops = ops + head_ops(model, hw, shape)
     # One host-side launch of the captured pass (CUDA graph) per forward.
     overhead = np.broadcast_to(np.asarray(hw.launch_overhead_s), shape.tokens.shape).astype(float)
-    return ForwardBreakdown(ops, overhead)
+    return ForwardBreakdown(ops, overhead, describe(hw))
 
 
 def forward_time_s(
     hw: HardwareProfile, model: ModelSpec, batch: ArrayLike, q_per_seq: ArrayLike,
     context_len: ArrayLike, tp: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+    allreduce: str = "nccl",
 ) -> Array:
-    """Seconds for one forward pass of B sequences x q new tokens over a KV cache of context_len."""
-    shape = make_shape(batch, q_per_seq, context_len, tp, weight_dtype, kv_dtype)
+    """Seconds for one forward pass of B sequences x q new tokens over a KV cache of context_len;
+    `allreduce` is the engine's all-reduce implementation (eager "nccl", "nccl_graph", "custom")."""
+    shape = make_shape(batch, q_per_seq, context_len, tp, weight_dtype, kv_dtype, allreduce)
     return breakdown(model, hw, shape).time_s

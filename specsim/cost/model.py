@@ -334,8 +334,8 @@ def _llama4(cfg: dict[str, Any], name: str, where: str, hidden: int, layers: int
     if len(no_rope) != layers:
         raise SpecsimError(f"{where}: field 'no_rope_layers' has {len(no_rope)} entries for {layers} layers")
     chunk = int(cfg.get("attention_chunk_size") or 0)
-    local = {"sliding_window": chunk, "n_sliding_layers": sum(1 for r in no_rope if r) if chunk else 0,
-             "chunked_attention": bool(chunk)}
+    local: dict[str, Any] = {"sliding_window": chunk, "n_sliding_layers": sum(1 for r in no_rope if r) if chunk else 0,
+                             "chunked_attention": bool(chunk)}
     if not moe_layers:  # a dense llama4_text (interleave_moe_layer_step 0, e.g. MobileLLM-R1)
         return ModelSpec(name, "llama4", hidden, layers, n_heads, n_kv, head_dim,
                          int(cfg.get("intermediate_size_mlp") or inter), vocab, True, tied, **local)

@@ -1,12 +1,13 @@
-"""Time of one kernel from its shape on a HardwareProfile: GEMMs, attention, memory-bound ops,
-collectives. Pure numpy, broadcasting over any array arguments.
+"""Time of one kernel from its shape on a HardwareProfile: GEMMs, attention, fused MoE, memory-bound
+ops, collectives. Pure numpy, broadcasting over any array arguments.
 
-Not a bare max(compute, memory): a GEMM is timed for each kernel configuration a cuBLAS heuristic
-chooses among (tile shape, split-K, data-parallel waves or stream-K; NVIDIA "Matrix Multiplication
-Background" guide §3.1-3.2), each with its own roofline: whole waves of tiles, each tile bounded by
-the tensor cores or by its operand stream from L2, a pipeline fill per tile, HBM bandwidth that
-needs enough CTAs in flight, and a p-norm join so the curve bends near the ridge as measured
-kernels do. The fastest configuration wins; every kernel adds a fixed cost.
+Not a bare max(compute, memory): a GEMM is timed for each kernel configuration a cuBLAS / CUTLASS
+heuristic chooses among (tile shape, split-K, data-parallel waves or stream-K; NVIDIA "Matrix
+Multiplication Background" guide §3.1-3.2; swap-AB skinny tiles for few tokens), each with its own
+roofline: whole waves of tiles, each tile bounded by the tensor cores or by its operand stream from
+L2, a pipeline fill per tile, HBM bandwidth that needs enough CTAs in flight, weights a benchmark
+replays from L2, and a p-norm join so the curve bends near the ridge as measured kernels do. The
+fastest configuration wins; every kernel adds a fixed cost.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from specsim.cost.hardware import HardwareProfile
+from specsim.cost.hardware import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
+from specsim.errors import SpecsimError
 
 Array = NDArray[np.float64]
 
@@ -25,19 +27,36 @@ Array = NDArray[np.float64]
 TILES_MN = np.array([(64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128), (64, 256), (256, 64)],
                     dtype=float)
 SPLIT_K = np.array([1.0, 2.0, 4.0])
+# Swap-AB ("skinny M") configurations: the weights take the 128-row side of the MMA (two 64-row
+# Hopper warpgroups / Ampere 16-row MMAs stacked) and the tokens the narrow side, whose width is any
+# multiple of 8 up to 256 (wgmma n = 8..256; mma.sync n = 8): cuBLAS's and TensorRT-LLM's small-M
+# kernels, CUTLASS "swap AB". The width is chosen to cover M in `SWAP_TOKEN_TILES` tiles, so a decode
+# GEMM pads to 8 tokens, not to a 64-row tile, and steps past a tile boundary are a few percent.
+SWAP_WEIGHT_ROWS = 128.0
+SWAP_TOKEN_TILES = np.array([1.0, 2.0, 3.0, 4.0])
+SWAP_SPLIT_K = np.array([1.0, 2.0, 4.0, 8.0])
+TOKEN_STEP, MAX_TOKEN_TILE = 8.0, 256.0
+K_STEP = 64.0  # K per main-loop iteration of 16-bit MMA kernels (CUTLASS / Triton BLOCK_K): a K of 24 costs 64
+QUANT_BYTES = 1.0  # fp8 / int8 activations after dynamic quantisation
 
 
-def _configs() -> tuple[Array, Array, Array, Array]:
-    """Flat arrays (tile rows, tile cols, split-K, 1 if stream-K) over every configuration."""
-    tm, tn, sk, stream = [], [], [], []
+def _configs() -> tuple[Array, Array, Array, Array, Array]:
+    """Flat arrays over every configuration: tile rows (0 for swap-AB: set per M), tile cols,
+    split-K, 1 if stream-K, token tiles of a swap-AB configuration (0 otherwise)."""
+    tm, tn, sk, stream, swap = [], [], [], [], []
     for rows, cols in TILES_MN:
         for s in SPLIT_K:
-            tm.append(rows), tn.append(cols), sk.append(s), stream.append(0.0)
-        tm.append(rows), tn.append(cols), sk.append(1.0), stream.append(1.0)
-    return np.array(tm), np.array(tn), np.array(sk), np.array(stream)
+            tm.append(rows), tn.append(cols), sk.append(s), stream.append(0.0), swap.append(0.0)
+        tm.append(rows), tn.append(cols), sk.append(1.0), stream.append(1.0), swap.append(0.0)
+    for r in SWAP_TOKEN_TILES:
+        for s in SWAP_SPLIT_K:
+            tm.append(0.0), tn.append(SWAP_WEIGHT_ROWS), sk.append(s), stream.append(0.0), swap.append(r)
+        tm.append(0.0), tn.append(SWAP_WEIGHT_ROWS), sk.append(1.0), stream.append(1.0), swap.append(r)
+    return np.array(tm), np.array(tn), np.array(sk), np.array(stream), np.array(swap)
 
 
-_TM, _TN, _SK, _STREAM = _configs()
+_TM, _TN, _SK, _STREAM, _SWAP = _configs()
+_IS_SWAP = _SWAP > 0
 
 
 def _join(compute_s: Array, memory_s: Array, p: float) -> Array:
@@ -49,43 +68,102 @@ def _join(compute_s: Array, memory_s: Array, p: float) -> Array:
     return hi * (1.0 + ratio**p) ** (1.0 / p)
 
 
+def l2_hit_fraction(working_set_bytes: ArrayLike, hw: HardwareProfile) -> Array:
+    """Share of a kernel's bytes served from L2 when a benchmark replays it over `working_set_bytes`
+    (its buffer copies): 1 / (1 + (set / capacity)^24), capacity = l2_resident_frac x L2 — nearly all
+    while the set fits, a sharp fall past it (LRU-like thrashing of a cyclic replay; NVIDIA's L40S
+    tables step 2.4x between 6 x 16 MB and 6 x 19 MB of weights on its 96 MB L2). NaN working set (a
+    forward pass, where every layer streams its own weights and KV) = cold."""
+    ws = np.asarray(working_set_bytes, dtype=float)
+    cap = hw.l2_bytes * hw.efficiency.l2_resident_frac
+    with np.errstate(over="ignore", invalid="ignore"):
+        hit = 1.0 / (1.0 + (ws / cap) ** 24)
+    return np.where(np.isfinite(ws), hit, 0.0)
+
+
+def stream_s(bytes_: ArrayLike, hit: ArrayLike, hw: HardwareProfile, bw_bytes_per_s: ArrayLike,
+             ramp: ArrayLike = 1.0) -> Array:
+    """Seconds to stream bytes of which a share `hit` is L2-resident: the rest at `bw_bytes_per_s`
+    (HBM), the resident share at `l2_stream_tb_per_s` (what a streaming kernel reads from L2), both
+    times `ramp` (the share of the rate the kernel's CTAs in flight can draw)."""
+    b, h = np.asarray(bytes_, dtype=float), np.asarray(hit, dtype=float)
+    return (b * (1.0 - h) / bw_bytes_per_s + b * h / (hw.efficiency.l2_stream_tb_per_s * 1e12)) / ramp
+
+
+def is_weight_only(dtype: str, weight_bytes: float, act_bytes: float = 2.0) -> bool:
+    """Weight-only quantisation (int4 / int8 / fp8 weights dequantised to 16-bit MMAs, Marlin-style)."""
+    return dtype in ("bf16", "fp16") and weight_bytes < act_bytes
+
+
 def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str,
-                  weight_bytes: float, act_bytes: float, groups: ArrayLike) -> tuple[Array, Array]:
+                  weight_bytes: float, act_bytes: float, groups: ArrayLike, buffer_sets: ArrayLike | None = None,
+                  compute_scale: float = 1.0, working_set: ArrayLike | None = None) -> tuple[Array, Array]:
     """(compute, memory) seconds of every configuration; trailing axis = configuration.
 
     Per configuration (tile Tm x Tn, split-K s, `groups` GEMMs in one kernel):
-      CTAs = groups * ceil(m/Tm) * ceil(n/Tn) * s
+      CTAs = groups * ceil(m/Tm) * ceil(n/Tn) * s  (swap-AB: Tm = the token width, Tn = 128 weight rows)
       waves = ceil(CTAs / SMs) (data-parallel: a partial wave costs a whole one, guide §3.2)
             | CTAs / SMs + fixup (stream-K: even split, plus `streamk_fixup_tiles` of reduction work)
       one tile = max(tensor-core time 2*Tm*Tn*K' / (per-SM peak * efficiency),
-                     L2 operand stream (Tm*act + Tn*weight bytes)*K' / (per-SM share of L2 bandwidth)),
+                     L2 operand stream (rows*act + Tn*weight bytes)*K' / (per-SM share of L2 bandwidth))
+                 + weight-only dequantisation Tn*K' / (per-SM share of `dequant_tera_per_s`),
                  K' = k/s + cta_k_overhead (pipeline fill/drain per tile); 64-row tiles run at
-                 `small_tile_efficiency` (one Hopper warpgroup MMA is 64 rows: less reuse per load)
+                 `small_tile_efficiency` (one Hopper warpgroup MMA is 64 rows: less reuse per load),
+                 swap-AB tiles at `swap_tile_efficiency`; rows = min(Tm, m) (TMA reads no padding)
       compute = waves * tile * (1 + power_throttle * c / (c + tau)): long, dense tensor-core kernels
                 slow down as GPU Boost meets the power limit (seen in the Vidur H100 rows)
-      memory = (weights + activations in/out + fp32 split-K partials 8*(s-1)*m*n) / (HBM bandwidth *
-               memory * min(1, parallel CTAs / (bw_ramp_ctas_frac * SMs))): too few CTAs in flight
-               cannot keep HBM busy (Little's law); parallel CTAs counted per tile row so that time
-               never falls as m grows
+      memory = HBM share of (weights + activations in/out + fp32 split-K partials 8*(s-1)*m*n) /
+               (HBM bandwidth * memory * min(1, parallel CTAs / (bw_ramp_ctas_frac * SMs))): too few
+               CTAs in flight cannot keep HBM busy (Little's law); parallel CTAs counted per tile row
+               so that time never falls as m grows. The HBM share is 1 - l2_hit_fraction of the
+               working set buffer_sets x (weights + activations) a benchmark replays (cold when NaN),
+               or `working_set` bytes when the caller knows it (a fused MoE replaying all its experts).
     """
     eff = hw.efficiency
     sms = float(hw.sm_count)
-    per_sm = hw.peak(dtype) * eff.gemm_compute / sms
+    wo = is_weight_only(dtype, weight_bytes, act_bytes)
+    per_sm = hw.peak(dtype) * eff.gemm_compute * compute_scale / sms
+    if dtype in ("fp8", "int8"):
+        per_sm = per_sm * eff.fp8_compute
+    a_in = QUANT_BYTES if dtype in ("fp8", "int8") else act_bytes  # W8A8 GEMMs read quantised activations
     l2_per_sm = eff.l2_bw_tb_per_s * 1e12 / sms
     m, n, k, g = (np.asarray(a, dtype=float)[..., None] for a in (m, n, k, groups))
+    token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP,
+                         MAX_TOKEN_TILE)
+    tm = np.where(_IS_SWAP, token_tile, _TM)
     ctas_per_row = g * np.ceil(n / _TN) * _SK
-    ctas = np.ceil(m / _TM) * ctas_per_row
+    ctas = np.ceil(m / tm) * ctas_per_row
     waves = np.where(_STREAM > 0, ctas / sms + eff.streamk_fixup_tiles, np.ceil(ctas / sms))
-    k_eff = k / _SK + eff.cta_k_overhead
-    rate = per_sm * np.where(_TM < 128, eff.small_tile_efficiency, 1.0)
-    tile_s = np.maximum(2.0 * _TM * _TN * k_eff / rate, (_TM * act_bytes + _TN * weight_bytes) * k_eff / l2_per_sm)
+    k_eff = np.ceil(k / _SK / K_STEP) * K_STEP + eff.cta_k_overhead  # MMA main loop in whole K blocks
+    tile_eff = np.where(_IS_SWAP, eff.swap_tile_efficiency, np.where(_TM < 128, eff.small_tile_efficiency, 1.0))
+    rate = per_sm * tile_eff
+    rows = np.minimum(tm, m)
+    tile_s = np.maximum(2.0 * tm * _TN * k_eff / rate, (rows * a_in + _TN * weight_bytes) * k_eff / l2_per_sm)
+    if wo:  # CUDA-core dequantisation of the tile's weights, in series with its MMAs (fitted: NVIDIA's
+        # A100 TRT-LLM weight-only tables run ~1.8x their streaming time at M = 1; overlapping fits worse)
+        tile_s = tile_s + _TN * k_eff / (eff.dequant_tera_per_s * 1e12 / sms)
     compute = waves * tile_s
     tau_s = eff.throttle_tau_ms * 1e-3
     compute = compute * (1.0 + eff.power_throttle * compute / (compute + tau_s))
-    bytes_ = g * (n * k * weight_bytes + m * (k + n) * act_bytes + 8.0 * (_SK - 1.0) * m * n)
+    weights = g * n * k * weight_bytes
+    acts = g * m * (k * a_in + n * act_bytes)
+    bytes_ = weights + acts + g * 8.0 * (_SK - 1.0) * m * n
+    if working_set is not None:
+        hit = l2_hit_fraction(np.asarray(working_set, dtype=float)[..., None], hw)
+    else:
+        hit = 0.0 if buffer_sets is None else l2_hit_fraction(
+            np.asarray(buffer_sets, dtype=float)[..., None] * (weights + acts), hw)
     ramp = np.minimum(1.0, np.minimum(ctas_per_row, sms) / (eff.bw_ramp_ctas_frac * sms))
-    bw = hw.mem_bw_bytes_per_s * eff.memory * ramp
-    return compute, bytes_ / bw
+    return compute, stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.memory, ramp)
+
+
+def activation_quant_s(m: ArrayLike, k: ArrayLike, hw: HardwareProfile, act_bytes: float = 2.0,
+                       groups: ArrayLike = 1.0) -> Array:
+    """Dynamic per-token fp8/int8 quantisation of the GEMM input (sgl_per_token_quant_fp8, vLLM
+    scaled_fp8_quant): one kernel reading m x k 16-bit activations, writing them in 1 byte plus a
+    4-byte scale per row. NVIDIA's fp8 GEMM tables include it; so does every unfused W8A8 linear."""
+    m, k, g = (np.asarray(a, dtype=float) for a in (m, k, groups))
+    return memory_op_time_s(g * m * (k * (act_bytes + QUANT_BYTES) + 4.0), hw)
 
 
 def gemm_compute_s(
@@ -101,20 +179,31 @@ def gemm_compute_s(
 def gemm_time_s(
     m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str = "bf16",
     weight_bytes: float = 2.0, act_bytes: float = 2.0, groups: ArrayLike = 1.0,
+    buffer_sets: ArrayLike | None = None, act_quant: bool | None = None, compute_scale: float = 1.0,
+    working_set: ArrayLike | None = None,
 ) -> tuple[Array, Array, Array]:
     """(time, compute time, memory time) in seconds of a (grouped) GEMM: y[m,n] = x[m,k] @ W[k,n].
 
     Each configuration is its own roofline (Williams et al. 2009): its compute and memory time joined
     by the p-norm `ridge_sharpness`; the fastest configuration is taken, as an autotuned library
-    would, plus a fixed cost per kernel. Compute and memory returned are the chosen configuration's.
-    Monotone non-decreasing in m: every configuration's time is.
+    would, plus a fixed cost per kernel. W8A8 dtypes (fp8, int8) add the activation-quantisation
+    kernel unless `act_quant=False` (fused into the previous op). `buffer_sets`: copies of the
+    operands a benchmark cycles through (L2 residency, `l2_hit_fraction`); None in a forward pass.
+    `compute_scale` scales the tile rate (fused-MoE grouped GEMMs). Compute and memory returned are
+    the chosen configuration's. Monotone non-decreasing in m: every configuration's time is.
     """
-    compute, memory = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups)
+    compute, memory = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets,
+                                    compute_scale, working_set)
     eff = hw.efficiency
-    joined = _join(compute, memory, eff.ridge_sharpness)
+    # split-K > 1 sums its fp32 partials in a second kernel (cuBLAS splitKreduce): `splitk_overhead_us`
+    joined = _join(compute, memory, eff.ridge_sharpness) + np.where(_SK > 1, eff.splitk_overhead_us * 1e-6, 0.0)
     best = np.argmin(joined, axis=-1)[..., None]
     pick = lambda a: np.take_along_axis(a, best, axis=-1)[..., 0]  # noqa: E731
-    return eff.kernel_overhead_us * 1e-6 + pick(joined), pick(compute), pick(memory)
+    t = eff.kernel_overhead_us * 1e-6 + pick(joined)
+    quantise = dtype in ("fp8", "int8") if act_quant is None else act_quant
+    if quantise:
+        t = t + activation_quant_s(m, k, hw, act_bytes, groups)
+    return t, pick(compute), pick(memory)
 
 
 def memory_s(bytes_: ArrayLike, hw: HardwareProfile) -> Array:
@@ -127,52 +216,188 @@ def memory_op_time_s(bytes_: ArrayLike, hw: HardwareProfile, kernels: ArrayLike 
     return np.asarray(kernels, dtype=float) * hw.efficiency.kernel_overhead_us * 1e-6 + memory_s(bytes_, hw)
 
 
-def attention_time_s(
-    batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: float, kv_heads: float,
-    qk_dim: float, v_dim: float, kv_bytes_per_token: float, hw: HardwareProfile,
-    dtype: str = "bf16", act_bytes: float = 2.0,
-) -> tuple[Array, Array, Array, Array, Array]:
-    """Decode / verification attention, flash-decoding style, for one layer on one GPU.
+# Query rows per MMA tile of FlashAttention-2/3 decode and prefill kernels (FA3: 64-row warpgroup
+# tiles; FlashInfer / FA2 on Ampere: 16-row MMAs grouped in 64-row tiles).
+ATTENTION_Q_TILE = 64.0
+SPLIT_KV_MIN_KEYS = 128.0  # one KV block (kBlockN = 128): a split needs at least two
 
-    Each sequence's KV cache (context_len tokens, kv_bytes_per_token each) is read once for all
-    its q new tokens (FlashDecoding, Dao et al. 2023). FLOPs = 2*q*L*(qk_dim + v_dim) per head
-    (QK^T and PV). Tensor cores work on 64-row tiles of the q*(heads/kv_heads) query rows that
-    share a KV head, so short query blocks still pay for 64 rows (FlashAttention-2/3 tiling).
+
+def attention_splits_kv(units: ArrayLike, context_len: ArrayLike, hw: HardwareProfile) -> Array:
+    """Whether flash-decoding splits the KV across CTAs (and runs a combine kernel): the (sequence x
+    KV head x query tile) work units do not fill the SMs and the KV spans more than one block
+    (FlashAttention's num_splits heuristic, flash_api.cpp; FlashInfer's split-KV scheduler alike)."""
+    return (np.asarray(units, dtype=float) < hw.sm_count) & (np.asarray(context_len, dtype=float) > SPLIT_KV_MIN_KEYS)
+
+
+def attention_time_s(
+    batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
+    qk_dim: ArrayLike, v_dim: ArrayLike, kv_bytes_per_token: ArrayLike, hw: HardwareProfile,
+    dtype: str = "bf16", act_bytes: float = 2.0, buffer_sets: ArrayLike | None = None,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Attention of B sequences x q new tokens over a KV cache of L tokens (L includes the q), for
+    one layer on one GPU: decode (q = 1), verification (small q, long L) and prefill (q = L) in one
+    form, FlashAttention / flash-decoding style (Dao et al. 2022-23).
+
+    * Each sequence's KV cache (L tokens, kv_bytes_per_token each) is read once for all q new
+      tokens (flash-decoding); Q and O are read and written once.
+    * FLOPs = 2 * q * L' * (qk_dim + v_dim) per head, L' = L - (q - 1)/2: the prefix is visible to
+      every new token, the new tokens see each other causally (a prefill does half the square).
+    * The q * (heads / kv_heads) query rows that share a KV head are packed into 64-row tensor-core
+      tiles (GQA packing), so a decode step pays for 64 rows and verification with q * group <= 64
+      costs the same tensor-core time as decode — between the two regimes it is this padding, not q,
+      that sets the compute; past the ridge it grows with q as prefill does.
+    * Fixed costs: `attention_overhead_us` per kernel, `attention_split_us` more when the KV is
+      split across CTAs (`attention_splits_kv`: the combine kernel; fading linearly as the units fill
+      the SMs, so that time never drops where splitting stops), and
+      `attention_cta_us` per wave of (sequence x KV head x query tile) work units over the SMs (never
+      less than one: split-KV fills the GPU at small batch), joined with the streaming by a p-norm
+      of p = `attention_cta_overlap` (1: in series, as one unit per SM; large: hidden by the other
+      units). Measured: 9 us floor and ~3 us per wave of 132 units on H100 FA3 (NVIDIA's tables,
+      aiconfigurator-core 0.12.0).
+    * Compute at `attention_compute` of the dense peak, memory at `attention_memory` of HBM; a
+      benchmark replaying one KV cache (`buffer_sets`, see `l2_hit_fraction`) reads it from L2.
     Returns (time, compute, memory, flops, bytes).
     """
-    b, q, ctx = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len))
-    group = heads / kv_heads
-    flops = 2.0 * b * q * ctx * heads * (qk_dim + v_dim)
-    rows = np.ceil(q * group / 64.0) * 64.0
-    padded = 2.0 * b * kv_heads * rows * ctx * (qk_dim + v_dim)
-    kv = b * ctx * kv_bytes_per_token
-    bytes_ = kv + b * q * heads * (qk_dim + v_dim) * act_bytes
+    b, q, ctx, h, kvh, dqk, dv, kvt = (np.asarray(a, dtype=float) for a in (
+        batch, q_per_seq, context_len, heads, kv_heads, qk_dim, v_dim, kv_bytes_per_token))
+    group = h / kvh
+    keys = np.maximum(ctx - (q - 1.0) / 2.0, 1.0)
+    flops = 2.0 * b * q * keys * h * (dqk + dv)
+    rows = np.ceil(q * group / ATTENTION_Q_TILE) * ATTENTION_Q_TILE
+    padded = 2.0 * b * kvh * rows * keys * (dqk + dv)
+    kv = b * ctx * kvt
+    bytes_ = kv + b * q * h * (dqk + dv) * act_bytes
     eff = hw.efficiency
     compute = padded / (hw.peak(dtype) * eff.attention_compute)
-    mem = memory_s(bytes_, hw)
-    t = eff.kernel_overhead_us * 1e-6 + _join(compute, mem, eff.ridge_sharpness)
+    hit = 0.0 if buffer_sets is None else l2_hit_fraction(np.asarray(buffer_sets, dtype=float) * bytes_, hw)
+    units = b * kvh * (rows / ATTENTION_Q_TILE)
+    # split-KV spreads few (sequence x KV head) units over the SMs, but not at full bandwidth: a share
+    # `attention_split_bw_loss` of it is lost as the units fall to none per SM (H100 FA3: batch 1 streams
+    # its KV at ~86% of batch 8's rate, NVIDIA's tables)
+    fill = np.clip(units / hw.sm_count, 0.0, 1.0)
+    mem = stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.attention_memory
+                   * (1.0 - eff.attention_split_bw_loss * (1.0 - fill)))
+    per_unit = eff.attention_cta_us * 1e-6 * np.maximum(units / hw.sm_count, 1.0)
+    split = attention_splits_kv(units, ctx, hw)  # flash-decoding's combine kernel
+    # the work units' setup overlaps with the other units' streaming as far as the kernel keeps
+    # several units per SM: a p-norm of p = attention_cta_overlap (1: in series, large: hidden)
+    # the combine kernel's share fades as the units fill the SMs (fewer splits each): no cliff in batch
+    combine = np.where(split, eff.attention_split_us * (1.0 - fill), 0.0)
+    t = (eff.attention_overhead_us + combine) * 1e-6 \
+        + _join(per_unit, _join(compute, mem, eff.ridge_sharpness), eff.attention_cta_overlap)
     return t, compute, mem, flops, bytes_
 
 
-def allreduce_time_s(bytes_: ArrayLike, world_size: ArrayLike, hw: HardwareProfile) -> Array:
-    """Ring / NVLS all-reduce of `bytes_` over `world_size` GPUs (zero for one GPU).
+def distinct_experts(tokens: ArrayLike, n_experts: ArrayLike, top_k: ArrayLike, ep: ArrayLike = 1.0) -> Array:
+    """Expected experts on one of `ep` ranks that T tokens route to, each picking k of E uniformly:
+    (E/ep) * (1 - (1 - k/E)^T) (occupancy of E bins): the "expert tax" that makes verification of
+    B(k+1) tokens read more expert weights than a decode step of B tokens."""
+    t, e, k, ep_ = (np.asarray(a, dtype=float) for a in (tokens, n_experts, top_k, ep))
+    return e / ep_ * (1.0 - (1.0 - k / e) ** t)
 
-    t = latency (+)_p 2(n-1)/n * bytes / busbw (nccl-tests PERFORMANCE.md: bus bandwidth), joined by
-    a p-norm of sharpness p: p = 1 is the plain sum; p < 1 adds the mid-size hump where NCCL has not
-    yet opened all its channels (effective bandwidth still ramping, hardware.md §5); p > 1 a latency
-    plateau. World sizes in `interconnect.allreduce_by_world_size` use their own fitted (latency,
-    busbw, p); others use the scalar latency and busbw with p = 1.
+
+def balanced_experts(tokens: ArrayLike, n_experts: ArrayLike, top_k: ArrayLike, ep: ArrayLike = 1.0) -> Array:
+    """Experts on one of `ep` ranks that T tokens reach under perfectly balanced routing (NVIDIA's
+    "balanced" MoE tables: the T*k assignments spread evenly): min(E, T*k) / ep."""
+    t, e, k, ep_ = (np.asarray(a, dtype=float) for a in (tokens, n_experts, top_k, ep))
+    return np.minimum(e, t * k) / ep_
+
+
+def moe_routing_bytes(tokens: ArrayLike, hidden: ArrayLike, inter: ArrayLike, top_k: ArrayLike, ep: ArrayLike = 1.0,
+                      gated: bool = True, act_bytes: float = 2.0) -> Array:
+    """Bytes the fused MoE moves outside its GEMMs: the activation (read the gate and up halves,
+    write the product) and the top-k combine (read the T*k expert outputs, write T rows)."""
+    t, h, i, k, ep_ = (np.asarray(a, dtype=float) for a in (tokens, hidden, inter, top_k, ep))
+    pairs = t * k / ep_
+    return pairs * i * act_bytes * ((2.0 if gated else 1.0) + 1.0) + (pairs + t) * h * act_bytes
+
+
+def moe_time_s(
+    tokens: ArrayLike, hidden: ArrayLike, inter: ArrayLike, n_experts: ArrayLike, top_k: ArrayLike,
+    hw: HardwareProfile, dtype: str = "bf16", weight_bytes: float = 2.0, ep: ArrayLike = 1.0,
+    gated: bool = True, act_bytes: float = 2.0, balanced: bool = False, buffer_sets: ArrayLike | None = None,
+) -> tuple[Array, Array, Array, Array]:
+    """(time, up, down, fixed) seconds of one fused MoE layer's expert computation on one rank
+    (what NVIDIA's moe tables time: routing applied, grouped gate+up GEMM, activation, down GEMM;
+    vLLM/SGLang fused_moe, TensorRT-LLM CUTLASS MoE): T tokens before routing, experts of width
+    `inter` (the per-GPU shard), E experts of which this rank holds E/ep, top-k routing.
+
+    T*k/ep token-expert pairs on this rank over the active experts (`distinct_experts` for random
+    routing, `balanced_experts` when `balanced`), each a GEMM of T*k/(ep*active) rows — a grouped GEMM
+    whose tiles run at `moe_compute` of a dense
+    GEMM's rate (fused MoE kernels reach less than cuBLAS at large token counts: NVIDIA's tables,
+    H100 Mixtral shape, 8192 tokens: SGLang Triton 209 TFLOP/s, TensorRT-LLM CUTLASS 808), plus
+    `moe_fixed_s` (token sort / block alignment, permutation, activation, combine).
     """
+    t, h, i, e, k, ep_ = (np.asarray(a, dtype=float) for a in (tokens, hidden, inter, n_experts, top_k, ep))
+    active = np.maximum((balanced_experts if balanced else distinct_experts)(t, e, k, ep_), 1e-9)
+    rows = np.maximum(t * k / ep_ / active, 1e-9)
+    scale = hw.efficiency.moe_compute
+    branches = 2.0 if gated else 1.0
+    # a benchmark replaying the layer (buffer_sets) keeps all active experts' weights in one working set
+    ws = None if buffer_sets is None else np.asarray(buffer_sets, dtype=float) * active * (branches + 1.0) * h * i \
+        * weight_bytes
+    up = gemm_time_s(rows, branches * i, h, hw, dtype, weight_bytes, act_bytes, active, compute_scale=scale,
+                     working_set=ws)[0]
+    down = gemm_time_s(rows, h, i, hw, dtype, weight_bytes, act_bytes, active, compute_scale=scale,
+                       working_set=ws)[0]
+    fixed = moe_fixed_s(moe_routing_bytes(t, h, i, k, ep_, gated, act_bytes), t * k / ep_ * h * act_bytes, active, hw)
+    return up + down + fixed, up, down, fixed
+
+
+def moe_fixed_s(routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike,
+                hw: HardwareProfile) -> Array:
+    """The fused MoE's time outside its GEMM tiles: `moe_overhead_us` per layer, the activation and
+    combine traffic at streaming bandwidth, the token permutation (gathering each token's hidden state
+    for each of its experts: T*k*hidden*2 bytes at `moe_permute_tb_per_s`, scattered rows), and
+    `moe_expert_us` per active expert (its block setup, serial in the fused kernels). The last two
+    were fitted to NVIDIA's MoE tables: without them the error grew as the expert width per GPU fell
+    (TP-sharded experts of width 16-96: 40-70% too fast)."""
+    eff = hw.efficiency
+    return (eff.moe_overhead_us * 1e-6 + memory_s(routing_bytes, hw)
+            + np.asarray(permute_bytes, dtype=float) / (eff.moe_permute_tb_per_s * 1e12)
+            + eff.moe_expert_us * 1e-6 * np.asarray(active_experts, dtype=float))
+
+
+def allreduce_params(world_size: ArrayLike, hw: HardwareProfile, impl: str = "nccl",
+                     ) -> tuple[Array, Array, Array]:
+    """(latency_s, busbw, sharpness) arrays for each GPU count under one implementation.
+
+    "nccl" (eager) uses `interconnect.allreduce_by_world_size`, with the scalar latency and bus
+    bandwidth (p = 1) for GPU counts it lacks; "nccl_graph" and "custom" use their own table in
+    `allreduce_by_implementation` and fall back to eager NCCL's figures where it has no entry."""
+    if impl not in ALLREDUCE_IMPLEMENTATIONS:
+        raise SpecsimError(f"unknown all-reduce implementation '{impl}' "
+                           f"(known: {', '.join(ALLREDUCE_IMPLEMENTATIONS)})")
     n = np.asarray(world_size, dtype=float)
-    b = np.asarray(bytes_, dtype=float)
-    n, b = np.broadcast_arrays(n, b)
     ic = hw.interconnect
     latency = np.full(n.shape, ic.allreduce_latency_s)
     busbw = np.full(n.shape, ic.allreduce_busbw_bytes_per_s)
     sharp = np.ones(n.shape)
-    for size, (lat_s, bw, p) in ic.allreduce_by_world_size.items():
-        hit = n == size
-        latency, busbw, sharp = np.where(hit, lat_s, latency), np.where(hit, bw, busbw), np.where(hit, p, sharp)
+    tables = [ic.allreduce_by_world_size]
+    if impl != "nccl":
+        tables.append(ic.allreduce_by_implementation.get(impl, {}))
+    for table in tables:
+        for size, (lat_s, bw, p) in table.items():
+            hit = n == size
+            latency, busbw, sharp = np.where(hit, lat_s, latency), np.where(hit, bw, busbw), np.where(hit, p, sharp)
+    return latency, busbw, sharp
+
+
+def allreduce_time_s(bytes_: ArrayLike, world_size: ArrayLike, hw: HardwareProfile, impl: str = "nccl") -> Array:
+    """All-reduce of `bytes_` over `world_size` GPUs (zero for one GPU) by implementation `impl`
+    (hardware.ALLREDUCE_IMPLEMENTATIONS: eager "nccl", "nccl_graph", "custom"; chosen by the caller).
+
+    t = latency (+)_p 2(n-1)/n * bytes / busbw (nccl-tests PERFORMANCE.md: bus bandwidth), joined by
+    a p-norm of sharpness p: p = 1 is the plain sum; p < 1 adds the mid-size hump where NCCL has not
+    yet opened all its channels or a custom all-reduce switches from one-shot to two-shot (effective
+    bandwidth still ramping, hardware.md §5); p > 1 a latency plateau. Each implementation has its
+    own (latency, busbw, p) per GPU count (`allreduce_params`).
+    """
+    n = np.asarray(world_size, dtype=float)
+    b = np.asarray(bytes_, dtype=float)
+    n, b = np.broadcast_arrays(n, b)
+    latency, busbw, sharp = allreduce_params(n, hw, impl)
     transfer = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * b / busbw
     t = _join(latency, transfer, sharp)
     return np.where(n > 1, t, 0.0)

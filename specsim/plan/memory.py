@@ -72,8 +72,8 @@ class Memory:
         return sum((getattr(self, p) for p in self.PARTS), np.zeros_like(self.capacity))
 
     @property
-    def fits(self) -> Array:
-        return self.total <= self.capacity
+    def fits(self) -> np.ndarray:
+        return np.asarray(self.total <= self.capacity)
 
     @property
     def kv_capacity(self) -> Array:

@@ -30,7 +30,7 @@ def _figure(width_in: float, height_in: float, ncols: int = 1, nrows: int = 1,
             **kw: object) -> tuple[Figure, list[Axes]]:
     fig = Figure(figsize=(width_in, height_in), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False, **kw)  # type: ignore[arg-type]
+    axes = fig.subplots(nrows, ncols, squeeze=False, **kw)  # type: ignore[call-overload]
     return fig, [ax for row in axes for ax in row]
 
 
@@ -69,7 +69,7 @@ def verification_cost(tokens: np.ndarray, families_ms: Mapping[str, np.ndarray],
     names = [f for f in families_ms if f != "attention" and np.any(np.asarray(families_ms[f]) > 0)]
     a.stackplot(tokens, *[np.asarray(families_ms[f]) for f in names], labels=names,
                 colors=[FAMILY_COLOURS.get(f, "#999999") for f in names], alpha=0.85)
-    top = float(sum(np.asarray(families_ms[f]) for f in names).max())
+    top = float(np.max(sum((np.asarray(families_ms[f]) for f in names), np.zeros_like(tokens))))
     if ridge_tokens is not None:
         a.axvline(ridge_tokens, color="black", lw=1.2, ls="--", label=f"ridge: linear layers compute-bound "
                   f"from T = {ridge_tokens}")
@@ -147,7 +147,7 @@ def optimal_k_heatmap(batch: np.ndarray, alphas: np.ndarray, best_k: np.ndarray,
     """best_k[alpha, batch]; -1 where nothing fits in memory. points: (label, batch, alpha, k)."""
     fig, (ax,) = _figure(9.0, 5.2)
     colours = ["#d9d9d9", *[matplotlib.colormaps["viridis"](i / max(max_k, 1)) for i in range(max_k + 1)]]
-    cmap = ListedColormap(colours)
+    cmap = ListedColormap(np.array(colours, dtype=object).tolist())  # type: ignore[arg-type]
     norm = BoundaryNorm(np.arange(-1.5, max_k + 1.5), cmap.N)
     # cell edges: geometric midpoints in batch, arithmetic in alpha
     be = np.sqrt(batch[1:] * batch[:-1])

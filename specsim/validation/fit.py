@@ -56,7 +56,7 @@ def fit_engine(engine: str, params: Sequence[str], groups: Sequence[str], mode: 
         raise SpecsimError(f"no priceable rows of groups {list(groups)} run on engine {engine!r}")
 
     def errors(x: np.ndarray) -> np.ndarray:
-        e = dataclasses.replace(base, **{p: float(v) for p, v in zip(params, x, strict=True)})
+        e = dataclasses.replace(base, **{p: float(v) for p, v in zip(params, x, strict=True)})  # type: ignore[arg-type]
         rows = _priced(grid, c, mode, {base.name: e})
         err = rows["error"].to_numpy(dtype=float)
         return np.where(np.isfinite(err), err, 1.0)

@@ -90,3 +90,23 @@ def test_real_network_files_read_as_bytes(vidur_table: pd.DataFrame) -> None:
     assert 300e9 < busbw < 450e9
     small = ar[ar["bytes"] < 256 * 2**10]
     assert 5 < float(np.median(small["time_ms"])) * 1e3 < 60
+
+
+def test_elementwise_ops_become_rows(tmp_path: Path) -> None:
+    root = _fake_vidur(tmp_path)
+    path = root / "compute" / "h100" / "meta-llama" / "Tiny-1b" / "mlp.csv"
+    d = pd.read_csv(path)
+    for op in ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act", "add"):
+        d[f"time_stats.{op}.median"] = 0.005
+    d.to_csv(path, index=False)
+    df = import_vidur(root)
+    e = df[df["op"] == "elementwise"].set_index(["layer_op", "tp"])
+    assert set(e["kernel"]) == {"rmsnorm", "rotary_embedding", "silu_and_mul", "residual_add"}
+    # bytes read + written, 16-bit: norm 2 x T x h, rope 2 x T x (q + k heads / tp) x hd, SiLU-and-mul 3 x T x
+    # inter / tp, residual add 3 x T x h
+    assert e.loc[("input_layernorm", 1), "bytes"] == 2 * 1 * 4096 * 2
+    assert e.loc[("attn_rope", 2), "bytes"] == 2 * 64 * (32 + 8) / 2 * 128 * 2
+    assert e.loc[("mlp_act", 2), "bytes"] == 64 * 14336 / 2 * 3 * 2
+    assert e.loc[("add", 1), "bytes"] == 3 * 4096 * 2
+    assert set(df.loc[df["op"] == "gemm", "framework"]) == {"vidur"}
+    assert set(df.loc[df["op"] == "allreduce", "impl"]) == {"nccl"}

@@ -145,7 +145,8 @@ def test_new_profiles_load_with_sane_ridge_and_memory(name: str) -> None:
     assert 20 < ridge < 500
     gb = hw.memory_bytes / 1e9
     assert 0.9 * gb < hw.total_memory_bytes / 2**30 <= gb  # CUDA's GiB sit just under the datasheet GB figure
-    assert "transferred from" in eff.source and "An estimate until calibrated" in eff.source
+    assert ("transferred from" in eff.source and "An estimate until calibrated" in eff.source) or (
+        "NVIDIA's measured kernel tables" in eff.source)  # b300, gb200: fitted to aiconfigurator-core's tables
     if hw.peak_flops_per_s["fp8"]:
         assert hw.peak("fp8") == pytest.approx(2 * hw.peak("bf16"), rel=0.02)  # dense to dense
 

@@ -36,9 +36,10 @@ def test_tp_divides_weight_bytes_and_quantisation_shrinks_them() -> None:
 
 
 def test_attention_flops_and_bytes_by_hand() -> None:
-    # Llama-2-7B, one sequence, q=2 new tokens over 1000 cached: FLOPs 4*q*L*heads*hd, KV bytes L*2*32*128*2
+    # Llama-2-7B, one sequence, q=2 new tokens, 1000 keys: FLOPs 4*q*L'*heads*hd with L' = L - (q-1)/2
+    # (the two new tokens see each other causally), KV bytes L*2*32*128*2
     op = _op("llama-2-7b", "attention", tokens=2, ctx=1000)
-    assert op.flops[0] == pytest.approx(4 * 2 * 1000 * 32 * 128)
+    assert op.flops[0] == pytest.approx(4 * 2 * 999.5 * 32 * 128)
     assert op.bytes_[0] == pytest.approx(1000 * 2 * 32 * 128 * 2 + 2 * 32 * 256 * 2)
 
 
@@ -90,3 +91,38 @@ def test_bad_shapes() -> None:
         make_shape(0, 1, 10)
     with pytest.raises(SpecsimError, match="weight dtype"):
         make_shape(1, 1, 10, weight_dtype="fp4")
+
+
+def test_kernel_launches_per_op() -> None:
+    """Each op says how many kernels it stands for (an eager engine's host launch time)."""
+    ops = {o.name: o for o in layer_ops(load_model("llama-3.1-8b"), load_hardware("h100-sxm"),
+                                        make_shape(np.array([1, 512]), 1, 4096, tp=2))}
+    assert ops["elementwise"].kernels == 4 and ops["allreduce"].kernels == 2 and ops["qkv"].kernels == 1
+    assert ops["attention"].kernels.tolist() == [2.0, 1.0]  # split-KV combine while the units don't fill the SMs
+    fp8 = {o.name: o for o in layer_ops(load_model("llama-3.1-8b"), load_hardware("h100-sxm"),
+                                        make_shape(1, 1, 4096, weight_dtype="fp8"))}
+    assert fp8["up"].kernels == 2 and fp8["allreduce"].kernels == 0  # quantise + GEMM; no TP, no all-reduce
+    br = breakdown(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), make_shape(1, [1], 4096, tp=2))
+    assert br.kernels()[0] == pytest.approx(sum(np.asarray(o.kernels, dtype=float).reshape(-1)[0] * o.count
+                                                for o in br.ops))
+    assert br.overhead_s[0] == load_hardware("h100-sxm").launch_overhead_s
+
+
+def test_allreduce_implementation_is_the_callers_choice() -> None:
+    hw, m = load_hardware("h100-sxm"), load_model("llama-3.1-70b")
+    t = {impl: float(forward_time_s(hw, m, 8, 1, 2048, tp=8, allreduce=impl))
+         for impl in ("nccl", "nccl_graph", "custom")}
+    assert t["custom"] < t["nccl_graph"] < t["nccl"]
+    assert float(forward_time_s(hw, m, 8, 1, 2048, tp=8)) == pytest.approx(t["nccl"])  # the default is unchanged
+    with pytest.raises(SpecsimError, match="all-reduce implementation"):
+        make_shape(1, 1, 10, allreduce="gloo")
+
+
+def test_ops_time_each_distinct_token_count_once() -> None:
+    """GEMMs depend only on B x q: a grid over context gives the same GEMM times in every column."""
+    hw, m = load_hardware("h100-sxm"), load_model("llama-3.1-8b")
+    s = make_shape(np.array([1, 2, 4])[:, None], 1, np.array([512, 4096, 32768])[None, :])
+    up = next(o for o in layer_ops(m, hw, s) if o.name == "up")
+    assert up.time_s.shape == (3, 3) and np.allclose(up.time_s, up.time_s[:, :1])
+    single = next(o for o in layer_ops(m, hw, make_shape(4, 1, 512)) if o.name == "up")
+    assert float(single.time_s) == pytest.approx(up.time_s[2, 0])

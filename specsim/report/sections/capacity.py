@@ -17,7 +17,9 @@ def capacity_section(c: Ctx, rm: RateModel | None) -> Section:
     usd = s.gpu_hour_usd
     tp = s.tp
     if rm is None:
-        rows, labels, g_base, g_spec, c_base, c_spec = [], [], [], [], [], []
+        rows, labels, g_base, g_spec = [], [], [], []
+        cost_base: list[float] = []
+        cost_spec: list[float] = []
         multi = any(len(bp.bucket.contexts) > 1 for bp in c.plan.buckets)
         for r in c.data["buckets"]:
             thr, base = r["throughput_tok_s"], r["baseline_throughput_tok_s"]
@@ -28,8 +30,8 @@ def capacity_section(c: Ctx, rm: RateModel | None) -> Section:
             row = [lab, r["batch"], f"{base:,.0f}", f"{thr:,.0f}", f"{tp:g}", f"{tp * base / thr:.2f}"]
             if usd is not None:
                 cb, cs = cost_per_mtok_usd(tp, usd, base), cost_per_mtok_usd(tp, usd, thr)
-                c_base.append(cb)
-                c_spec.append(cs)
+                cost_base.append(cb)
+                cost_spec.append(cs)
                 row += [f"{cb:.3f}", f"{cs:.3f}"]
             if s.slo_ms_per_token is not None:
                 row += ["yes" if r["ms_per_token"] <= s.slo_ms_per_token else "**no**"]
@@ -53,8 +55,8 @@ def capacity_section(c: Ctx, rm: RateModel | None) -> Section:
         else:
             text += ["The scenario gives no `gpu_hour_usd`, so there are no dollar figures; add it to get cost per "
                      "million tokens."]
-        fig = fg.capacity(labels, g_base, g_spec, c_base if usd is not None else None,
-                          c_spec if usd is not None else None, "GPUs to carry the baseline's token rate", c.title)
+        fig = fg.capacity(labels, g_base, g_spec, cost_base if usd is not None else None,
+                          cost_spec if usd is not None else None, "GPUs to carry the baseline's token rate", c.title)
         return Section("Capacity and cost", "\n".join(text), fig, "capacity",
                        "GPUs and cost per million tokens with and without speculation")
     a = s.arrival
@@ -78,7 +80,7 @@ def capacity_section(c: Ctx, rm: RateModel | None) -> Section:
     rows = [["requests/s one replica serves within the SLO", f"{base_cap:.3g}", f"{spec_cap:.3g}"]]
     for lab, gb, gs in zip(labels, g_base, g_spec, strict=True):
         rows.append([f"GPUs for {lab}", f"{gb:g}", f"{gs:g}"])
-    c_base = c_spec = None
+    c_base, c_spec = None, None
     if usd is not None:
         c_base = [cost_per_mtok_usd(g, usd, ts) for g, ts in zip(g_base, tok_s, strict=True)]
         c_spec = [cost_per_mtok_usd(g, usd, ts) for g, ts in zip(g_spec, tok_s, strict=True)]

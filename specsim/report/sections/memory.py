@@ -20,7 +20,9 @@ def _largest_batch(t: Target, d: Draft, k: int, context: float) -> int:
 def memory_section(c: Ctx) -> Section:
     s, t = c.s, c.t
     none = make_draft("none", s.model)
-    labels, parts, rows = [], {p: [] for p in fg.MEMORY_PARTS}, []
+    labels: list[str] = []
+    parts: dict[str, list[float]] = {p: [] for p in fg.MEMORY_PARTS}
+    rows: list[list[object]] = []
     multi = any(len(bp.bucket.contexts) > 1 for bp in c.plan.buckets)
     for bp in c.plan.buckets:
         for r, base in zip(bp.rows, bp.baseline_rows, strict=True):

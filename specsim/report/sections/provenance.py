@@ -42,7 +42,7 @@ def fit_quality(hw_name: str, reference: Path | None) -> str:
     rows["band"] = token_band(rows["tokens"])
     overall = mape_by(rows)
     bands = mape_by(rows, "band")
-    per = ", ".join(f"{b}: {v:.1f}%" for b, v in bands.items())
+    per = ", ".join(f"{b}: {v:.1f}%" for b, v in bands.items()) if hasattr(bands, "items") else ""
     return (f"Against {len(rows):,} measured linear-layer timings for this GPU (Vidur, all models, tp 1-8): mean "
             f"absolute error **{overall:.1f}%**; by tokens per GEMM {per}.")
 

@@ -25,12 +25,13 @@ def speedup_section(c: Ctx) -> Section:
         panels.append(fg.SpeedupPanel(f"{d.label} ({NAMES.get(d.method, d.method)})", c.grid,
                                       np.where(ok, sp, np.nan), pts))
     fig = fg.speedup_vs_batch(panels, c.title)
-    d = c.data
+    data = c.data
     text = ["Each line is one draft depth k; the dashed line is the best k at each batch, and red dots are the plan's "
             "buckets (speedup weighted over the load's contexts; lines stop where the KV cache no longer fits).", ""]
-    if d["per_draft_gain"]:
-        rows = [[lab, f"{g:.2f}x", (d["crossover_batch"].get(lab) if d["crossover_batch"].get(lab) is not None
-                                    else "never (within the grid)")] for lab, g in d["per_draft_gain"].items()]
+    if data["per_draft_gain"]:
+        cross = data["crossover_batch"]
+        rows = [[lab, f"{g:.2f}x", (cross.get(lab) if cross.get(lab) is not None else "never (within the grid)")]
+                for lab, g in data["per_draft_gain"].items()]
         text += [md_table(["draft", f"{c.gain_label} over the day (best k per bucket)",
                             "speculation stops paying at batch"], rows, "lrr")]
     return Section("Speedup by draft and k", "\n".join(text), fig, "speedup_vs_batch",

@@ -30,8 +30,9 @@ def verification_section(c: Ctx) -> Section:
     br = breakdown(t.model, t.hardware, make_shape(tokens, 1, ctx_main, t.tp, t.weight_dtype, t.kv_dtype))
     fam = {f: np.asarray(v, float) * 1e3 for f, v in br.by_family().items()}
     lin = [op for op in br.ops if op.family == "linear"]
-    ridge = _ridge_tokens(sum(op.compute_s * op.count for op in lin), sum(op.memory_s * op.count for op in lin),
-                          tokens)
+    zero = np.zeros_like(tokens)
+    ridge = _ridge_tokens(sum((op.compute_s * op.count for op in lin), zero),
+                          sum((op.memory_s * op.count for op in lin), zero), tokens)
     curves = []
     multi = len(rows) > 1 and any(len(bp.bucket.contexts) > 1 for bp in c.plan.buckets)
     for r, tok in zip(rows, chosen, strict=True):

@@ -1,0 +1,366 @@
+"""NVIDIA's measured kernel tables (aiconfigurator-core) in the measurement schema (measurements.py).
+
+The data is read from the installed package (``pip install ".[tables]"``: aiconfigurator-core,
+Apache-2.0, and pyarrow), ``aiconfigurator_core/systems/data/<system>/<family>/<framework>/<version>/
+<table>.parquet``, and never copied anywhere: the package is only *located* (importing it would load
+its Rust extension). Tested against aiconfigurator-core 0.12.0. What the tables hold and how each
+column was pinned down (collector sources, arithmetic) is in the engineering notes
+``aiconfigurator-tables.md``; the conventions used here:
+
+* ``latency`` is milliseconds per kernel call. GEMM, attention, MoE and TRT-LLM all-reduce are
+  CUDA-graph replays timed with CUDA events; SGLang / vLLM custom all-reduce come as ``*_graph`` and
+  ``*_eager`` variants; NCCL rows are nccl-tests (back-to-back launches, no graph).
+* GEMM is ``y[M,N] = x[M,K] @ W[N,K]^T``: tokens = M, d_in = K, d_out = N. fp8 / fp8_block / nvfp4
+  rows include the dynamic activation-quantisation kernel.
+* attention: ``isl`` new tokens per sequence, ``step`` tokens already cached; generation rows have
+  isl = 1 and attend to step + 1 keys, context rows have step = 0 (causal prefill, no prefix), so
+  q_per_seq = isl and context_len = isl + step. Head counts are per GPU.
+* MoE: ``inter_size`` is the model's per-expert width (d_out here is the per-GPU shard inter/tp),
+  ``num_tokens`` the tokens entering the layer before routing; the time is the expert computation
+  (routing applied, grouped gate-up GEMM, activation, down GEMM), without router or communication.
+* comm ``message_size`` counts ELEMENTS of the row's dtype: bytes = elements x width.
+
+Each row gets ``framework`` (the directory: sglang | vllm | trtllm | nccl), ``kernel`` (the table's
+kernel_source), ``source`` (package version and file), and for all-reduce ``impl``: ``custom``
+(custom all-reduce or TRT-LLM AUTO under CUDA graphs), ``custom_eager``, or ``nccl_graph``
+(nccl-tests: launches pipelined, so the GPU time of NCCL as a captured graph would run it; eager
+NCCL called op by op, ``nccl``, is what the Vidur network files measure). GEMM rows get
+``buffer_sets``, the weight/activation copies the collector cycles through (its L2 working set):
+SGLang 6, vLLM 6 (1 for fp8_block and nvfp4), TRT-LLM max(1, min(5, ceil(L2 / weight bytes)));
+attention and MoE rows 1 (the collectors replay one KV cache / one set of experts without flushing).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specsim.errors import SpecsimError
+
+#: aiconfigurator system -> specsim profile name; others map to ``name.replace("_", "-")``.
+DEVICE_MAP: dict[str, str] = {
+    "h100_sxm": "h100-sxm", "h100_pcie": "h100-pcie", "h200_sxm": "h200", "a100_sxm": "a100-sxm-80gb",
+    "a100_pcie": "a100-pcie", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300",
+    "l40s": "l40s", "l4": "l4", "rtx_pro_6000_server": "rtx-pro-6000",
+}
+#: specsim family -> (op-family directory, table file) pairs.
+FAMILIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "gemm": (("gemm", "gemm_perf.parquet"),),
+    "attention": (("attention", "generation_attention_perf.parquet"),
+                  ("attention", "context_attention_perf.parquet")),
+    "moe": (("moe", "moe_perf.parquet"),),
+    "allreduce": (("comm", "custom_allreduce_perf.parquet"), ("comm", "nccl_perf.parquet")),
+}
+DEFAULT_FAMILIES = ("gemm", "attention", "moe", "allreduce")
+FRAMEWORKS = ("sglang", "vllm", "trtllm", "nccl")
+
+_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
+           "float32": "fp32", "float": "fp32", "fp8": "fp8", "fp8_block": "fp8_block", "int8": "int8",
+           "sq": "int8_sq", "int8_wo": "int8_wo", "int4_wo": "int4_wo", "nvfp4": "nvfp4"}
+_ELEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "int8": 1, "fp8": 1}
+_FW_NAMES = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm", "tensorrt-llm": "trtllm"}
+#: GEMM collectors' weight copies (notes §2): SGLang and vLLM cycle 6, vLLM only 1 for fp8_block/nvfp4.
+_BUFFER_SETS = {"sglang": 6.0, "vllm": 6.0}
+
+#: The columns every imported row has (measurement schema first).
+OUTPUT_COLUMNS = (
+    "op", "device", "dtype", "tokens", "d_in", "d_out", "batch", "context_len", "q_per_seq", "n_heads",
+    "n_kv_heads", "head_dim", "bytes", "world_size", "time_ms", "framework", "kernel", "framework_version",
+    "source", "system", "phase", "kv_dtype", "n_experts", "top_k", "ep", "tp", "distribution", "impl",
+    "graph", "buffer_sets", "measured_framework",
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Locating the data
+
+
+def installed_version() -> str | None:
+    """aiconfigurator-core's version, or None when it is not installed."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return version("aiconfigurator-core")
+    except PackageNotFoundError:
+        return None
+
+
+def data_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The folder of ``<system>/<family>/<framework>/<version>/*.parquet``: ``root``, else the env
+    variable ``AICONFIGURATOR_DATA_ROOT``, else the installed package's ``systems/data``."""
+    root = root or os.environ.get("AICONFIGURATOR_DATA_ROOT")
+    if root is None:
+        spec = importlib.util.find_spec("aiconfigurator_core")
+        if spec is None or not spec.submodule_search_locations:
+            raise SpecsimError("aiconfigurator-core is not installed: pip install \".[tables]\" "
+                               "(aiconfigurator-core and pyarrow)")
+        root = Path(next(iter(spec.submodule_search_locations))) / "systems" / "data"
+    path = Path(root)
+    if not path.is_dir():
+        raise SpecsimError(f"{path}: no aiconfigurator data folder there")
+    return path
+
+
+def _pq():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SpecsimError("reading NVIDIA's tables needs pyarrow: pip install \".[tables]\"") from None
+    return pq
+
+
+def device_name(system: str) -> str:
+    return DEVICE_MAP.get(system, system.replace("_", "-"))
+
+
+def system_name(name: str) -> str:
+    """aiconfigurator system for a specsim profile name (or an aiconfigurator name, unchanged)."""
+    inverse = {v: k for k, v in DEVICE_MAP.items()}
+    return inverse.get(name, name)
+
+
+def available_systems(root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Systems with at least one table (a100_pcie, a30 and l4 ship none in 0.12.0)."""
+    base = data_root(root)
+    return sorted(d.name for d in base.iterdir() if d.is_dir() and any(d.glob("*/*/*/*.parquet")))
+
+
+_VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)(.*)$")
+
+
+def version_key(v: str) -> tuple[tuple[int, ...], tuple[int, int], str]:
+    """Sort key for framework versions: 1.3.0rc10 < 1.3.0rc20 < 1.3.0 < 1.3.0.post1; dev before rc."""
+    m = _VERSION.match(str(v))
+    if not m:
+        return ((), (-1, 0), str(v))
+    release = tuple(int(x) for x in m.group(1).split("."))
+    release = release + (0,) * (4 - len(release))
+    rest = m.group(2).lstrip(".-_").lower()
+    num = re.search(r"(\d+)", rest)
+    n = int(num.group(1)) if num else 0
+    tag = (2, 0) if not rest else (0, n) if rest.startswith("dev") else (3, n) if rest.startswith("post") else (1, n)
+    return (release, tag, rest)
+
+
+def table_files(systems: Sequence[str] | None = None, frameworks: Sequence[str] | None = None,
+                families: Sequence[str] | None = None,
+                root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """One row per parquet file to read: family, system, table, framework, version, path, relpath."""
+    base = data_root(root)
+    fams = list(families or DEFAULT_FAMILIES)
+    bad = [f for f in fams if f not in FAMILIES]
+    if bad:
+        raise SpecsimError(f"unknown table family {', '.join(bad)} (known: {', '.join(FAMILIES)})")
+    fws = None if frameworks is None else {f.lower() for f in frameworks}
+    if fws is not None and (unknown := fws - set(FRAMEWORKS)):
+        raise SpecsimError(f"unknown framework {', '.join(sorted(unknown))} (known: {', '.join(FRAMEWORKS)})")
+    known = available_systems(base)
+    wanted = [system_name(s) for s in systems] if systems else known
+    missing = [s for s in wanted if s not in known]
+    if missing:
+        raise SpecsimError(f"no aiconfigurator tables for system(s) {', '.join(missing)} "
+                           f"(with tables: {', '.join(known)})")
+    rows = []
+    for fam in fams:
+        for famdir, table in FAMILIES[fam]:
+            for system in wanted:
+                for path in sorted((base / system / famdir).glob(f"*/*/{table}")):
+                    dir_fw, version = path.parts[-3], path.parts[-2]
+                    fw = "nccl" if table.startswith("nccl_perf") else dir_fw.lower()
+                    if fws is not None and fw not in fws:
+                        continue
+                    rows.append({"family": fam, "system": system, "table": table.removesuffix(".parquet"),
+                                 "framework": fw, "dir_framework": dir_fw, "version": version, "path": str(path),
+                                 "relpath": str(path.relative_to(base.parent.parent))})
+    return pd.DataFrame(rows, columns=["family", "system", "table", "framework", "dir_framework", "version",
+                                       "path", "relpath"])
+
+
+# --------------------------------------------------------------------------------------------------
+# One table -> measurement rows
+
+
+def _read(path: str, wanted: Sequence[str]) -> pd.DataFrame:
+    pq = _pq()
+    names = set(pq.read_schema(path).names)
+    df = pq.read_table(path, columns=[c for c in wanted if c in names]).to_pandas()
+    for c in wanted:
+        if c not in df.columns:
+            df[c] = np.nan
+    return df
+
+
+def _dtype(s: pd.Series) -> pd.Series:
+    return s.astype(str).str.lower().map(lambda x: _DTYPES.get(x, x))
+
+
+def _l2_bytes(system: str) -> float:
+    """The GPU's L2 in bytes (its specsim profile; 50 MB when there is none)."""
+    from specsim.cost.hardware import load_hardware
+
+    try:
+        return load_hardware(device_name(system)).l2_bytes
+    except SpecsimError:
+        return 50e6
+
+
+def _gemm(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
+    dtype = _dtype(d["gemm_dtype"])
+    if rec["framework"] == "trtllm":
+        # TensorRT-LLM's collector: max(1, min(5, ceil(L2 / weight bytes))) weight copies
+        # (collector/trtllm/collect_gemm.py, cudaDevAttrL2CacheSize): small weights stay L2-resident
+        width = dtype.map({"fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5}).fillna(2.0).to_numpy()
+        weight = d["n"].to_numpy(float) * d["k"].to_numpy(float) * width
+        sets = np.maximum(1.0, np.minimum(5.0, np.ceil(_l2_bytes(rec["system"]) / weight)))
+    else:
+        single = (rec["framework"] == "vllm") & dtype.isin(["fp8_block", "nvfp4"]).to_numpy()
+        sets = np.where(single, 1.0, _BUFFER_SETS.get(rec["framework"], np.nan))
+    return pd.DataFrame({"op": "gemm", "kernel": d["kernel_source"], "dtype": dtype, "tokens": d["m"],
+                         "d_in": d["k"], "d_out": d["n"], "time_ms": d["latency"], "buffer_sets": sets})
+
+
+def _attention(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
+    d = d[pd.to_numeric(d["beam_width"], errors="coerce").fillna(1) == 1]
+    window = pd.to_numeric(d["window_size"], errors="coerce").fillna(0)
+    d = d[window == 0]  # sliding-window rows are another kernel; full attention only
+    isl = d["isl"].astype(float)
+    return pd.DataFrame({"op": "attention", "phase": rec["table"].split("_")[0], "kernel": d["kernel_source"],
+                         "dtype": _dtype(d["attn_dtype"]), "kv_dtype": _dtype(d["kv_cache_dtype"]),
+                         "batch": d["batch_size"], "q_per_seq": isl,
+                         "context_len": isl + d["step"].astype(float).fillna(0), "n_heads": d["num_heads"],
+                         "n_kv_heads": d["num_key_value_heads"], "head_dim": d["head_dim"],
+                         "buffer_sets": 1.0,  # one KV cache replayed, not flushed (notes §2): L2-warm when small
+                         "time_ms": d["latency"]})
+
+
+def _moe(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
+    tp = d["moe_tp_size"].astype(float)
+    return pd.DataFrame({"op": "moe", "kernel": d["kernel_source"], "dtype": _dtype(d["moe_dtype"]),
+                         "tokens": d["num_tokens"], "d_in": d["hidden_size"], "d_out": d["inter_size"] / tp,
+                         "n_experts": d["num_experts"], "top_k": d["topk"], "ep": d["moe_ep_size"], "tp": tp,
+                         "distribution": d["distribution"].astype(str), "time_ms": d["latency"],
+                         "buffer_sets": 1.0})  # one set of expert weights replayed: L2-warm when small
+
+
+def _elements_to_bytes(elements: pd.Series, dtype: pd.Series) -> pd.Series:
+    return elements.astype(float) * dtype.map(_ELEM_BYTES).astype(float)
+
+
+def _custom_allreduce(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
+    dtype = _dtype(d["allreduce_dtype"])
+    backend = d["backend"].astype(object)
+    mode = backend.where(backend.notna(), d["kernel_source"]).astype(str).str.lower()
+    graph = ~mode.str.endswith("eager")  # TRT-LLM's collector always times a captured graph
+    return pd.DataFrame({"op": "allreduce", "kernel": d["kernel_source"], "dtype": dtype,
+                         "bytes": _elements_to_bytes(d["message_size"], dtype), "world_size": d["num_gpus"],
+                         "graph": graph, "impl": np.where(graph, "custom", "custom_eager"),
+                         "time_ms": d["latency"]})
+
+
+def _nccl(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
+    d = d[d["op_name"].astype(str) == "all_reduce"]
+    dtype = _dtype(d["nccl_dtype"])
+    return pd.DataFrame({"op": "allreduce", "kernel": d["kernel_source"], "dtype": dtype,
+                         "bytes": _elements_to_bytes(d["message_size"], dtype), "world_size": d["num_gpus"],
+                         "graph": False, "impl": "nccl_graph", "time_ms": d["latency"]})
+
+
+_CONVERT = {
+    "gemm_perf": (("kernel_source", "gemm_dtype", "m", "n", "k", "latency"), _gemm),
+    "generation_attention_perf": (("kernel_source", "attn_dtype", "kv_cache_dtype", "batch_size", "isl", "step",
+                                   "num_heads", "num_key_value_heads", "head_dim", "window_size", "beam_width",
+                                   "latency"), _attention),
+    "moe_perf": (("kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+                  "moe_tp_size", "moe_ep_size", "distribution", "latency"), _moe),
+    "custom_allreduce_perf": (("kernel_source", "allreduce_dtype", "num_gpus", "message_size", "latency",
+                               "backend"), _custom_allreduce),
+    "nccl_perf": (("op_name", "kernel_source", "nccl_dtype", "num_gpus", "message_size", "latency"), _nccl),
+}
+_CONVERT["context_attention_perf"] = _CONVERT["generation_attention_perf"]
+
+
+def _load(rec: pd.Series, package_version: str) -> pd.DataFrame:
+    columns, convert = _CONVERT[rec["table"]]
+    raw = _read(rec["path"], [*columns, "framework", "version"])
+    out = convert(raw, rec)
+    in_rows = raw.loc[out.index, "framework"].astype(str).str.lower().map(lambda x: _FW_NAMES.get(x, x))
+    out["measured_framework"] = in_rows
+    version = rec["version"]
+    if rec["framework"] == "nccl" and rec["dir_framework"] != "nccl":  # nccl-tests data filed under trtllm
+        version = str(raw["version"].dropna().iloc[0]) if raw["version"].notna().any() else version
+    out["device"] = device_name(rec["system"])
+    out["system"] = rec["system"]
+    out["framework"] = rec["framework"]
+    out["framework_version"] = version
+    out["source"] = f"aiconfigurator-core {package_version}: {rec['relpath']}"
+    return out
+
+
+_KEY = ("op", "device", "framework", "kernel", "dtype", "kv_dtype", "phase", "tokens", "d_in", "d_out", "batch",
+        "context_len", "q_per_seq", "n_heads", "n_kv_heads", "head_dim", "n_experts", "top_k", "ep", "tp",
+        "distribution", "bytes", "world_size", "impl")
+
+
+def _keys(df: pd.DataFrame, extra: Sequence[str] = ()) -> np.ndarray:
+    return pd.util.hash_pandas_object(df[[*_KEY, *extra]], index=False).to_numpy()
+
+
+def import_aiconfigurator(systems: Sequence[str] | None = None, frameworks: Sequence[str] | None = None,
+                          families: Sequence[str] | None = None, *, latest: bool = True,
+                          root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Rows of NVIDIA's tables in the measurement schema (columns ``OUTPUT_COLUMNS``).
+
+    systems: aiconfigurator names (h100_sxm) or specsim profile names (h100-sxm); None = all with data.
+    frameworks: sglang | vllm | trtllm | nccl (nccl-tests all-reduce); None = all.
+    families: gemm | attention | moe | allreduce; None = all four.
+    latest: keep, for every measured key, only the newest framework version that measured it (the
+        overlay aiconfigurator itself applies: a version folder may hold only new shapes); repeated
+        runs of one key in one file are collapsed to their median either way. Rows a framework folder
+        holds but another framework measured (copied comm tables) are dropped.
+    """
+    files = table_files(systems, frameworks, families, root)
+    version = installed_version() or "unknown"
+    parts = [p for _, rec in files.iterrows() if len(p := _load(rec, version))]
+    if not parts:
+        raise SpecsimError("no aiconfigurator rows for this selection")
+    df = pd.concat(parts, ignore_index=True)
+    for col in OUTPUT_COLUMNS:
+        if col not in df.columns:
+            df[col] = np.nan
+    copied = df["framework"].isin(["sglang", "vllm", "trtllm"]) & (df["measured_framework"] != df["framework"])
+    df = df[~copied.to_numpy()]
+    # repeated runs of one key in one file -> their median (run-to-run noise 1-3%, notes §2)
+    h = _keys(df, ("framework_version", "source"))
+    median = df["time_ms"].groupby(h).transform("median").to_numpy()
+    df = df.assign(time_ms=median)[~pd.Series(h).duplicated().to_numpy()]
+    if latest:
+        rank = df["framework_version"].astype(str).map(version_key)
+        order = {v: i for i, v in enumerate(sorted(set(rank)))}
+        r = rank.map(order).to_numpy()
+        best = pd.Series(r).groupby(_keys(df)).transform("max").to_numpy()
+        df = df[r == best]
+    df = df[pd.to_numeric(df["time_ms"], errors="coerce") > 0]
+    return df.loc[:, list(OUTPUT_COLUMNS)].reset_index(drop=True)
+
+
+def measurements(systems: Sequence[str] | None = None, frameworks: Sequence[str] | None = None,
+                 families: Sequence[str] | None = None, *, latest: bool = True,
+                 root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """`import_aiconfigurator`, checked as a measurement table (what `specsim import aiconfigurator` writes)."""
+    from specsim.calibration.measurements import check_measurements
+
+    df = import_aiconfigurator(systems, frameworks, families, latest=latest, root=root)
+    return check_measurements(df, "aiconfigurator tables")
+
+
+__all__ = ["DEFAULT_FAMILIES", "DEVICE_MAP", "FAMILIES", "FRAMEWORKS", "OUTPUT_COLUMNS", "available_systems",
+           "data_root", "device_name", "import_aiconfigurator", "installed_version", "measurements",
+           "system_name", "table_files", "version_key"]

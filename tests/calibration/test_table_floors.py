@@ -1,0 +1,95 @@
+"""The shipped profiles against NVIDIA's measured kernel tables (aiconfigurator-core, vLLM's kernels),
+scored on shapes held out of their fit (specsim/calibration/tables.py: GEMM (N, K) checkerboard, every
+other attention head configuration, every other MoE model shape; all-reduce curves in-sample).
+
+Issue #11's floors: GEMM core shapes <= 8% (H100, H200, B200, A100) and <= 12% (L40S), no token band
+over 12%; decode attention (KV > 128) <= 12% per batch band; all-reduce <= 15% per implementation and
+GPU count; MoE <= 15% per token band. Where a floor is not met the pin is today's figure (and why is
+in the comment), so a regression still fails. Skipped without ``pip install ".[tables]"``."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specsim.cost.hardware import load_hardware
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("aiconfigurator_core") is None or importlib.util.find_spec("pyarrow") is None,
+    reason="aiconfigurator-core / pyarrow not installed (.[tables])")
+
+GPUS = ("h100-sxm", "h200", "b200", "a100-sxm-80gb", "l40s")
+GEMM = {"h100-sxm": 8.0, "h200": 8.0, "b200": 8.0, "a100-sxm-80gb": 8.0, "l40s": 12.0}
+# Decode attention, batch 1-16, KV > 128. Floor 12%; not met on two GPUs by their kernels' small-batch
+# paths: A100 (vLLM 0.14 FA2) walks an MHA head's whole KV in one CTA (time linear in KV, no split);
+# L40S switches kernels between batch 1 and 2 and at the split-KV threshold.
+DECODE_SMALL_BATCH = {"h100-sxm": 12.0, "h200": 12.0, "b200": 12.0, "a100-sxm-80gb": 14.5, "l40s": 15.5}
+# MoE per token band. Floor 15%; A100 has no balanced vLLM MoE table: SGLang 0.5.10's Triton kernel, 19%.
+MOE = {"h100-sxm": 15.0, "h200": 15.0, "b200": 15.0, "a100-sxm-80gb": 19.0, "l40s": 15.0}
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, pd.DataFrame]:
+    from specsim.calibration import tables
+
+    return {dev: tables.score(load_hardware(dev), tables.load_rows(dev, "vllm")) for dev in GPUS}
+
+
+def _held(rep: pd.DataFrame, op: str, prefix: str) -> pd.Series:
+    r = rep[(rep["op"] == op) & (rep["rows"] == "held-out") & rep["group"].str.startswith(prefix)]
+    return r.set_index("group")["mape_pct"]
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_gemm_core_shapes(device: str, reports: dict[str, pd.DataFrame]) -> None:
+    g = _held(reports[device], "gemm", "bf16")
+    assert g["bf16 all"] <= GEMM[device], g.to_dict()
+    assert g.drop("bf16 all").max() <= 12.0, g.to_dict()
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_decode_attention(device: str, reports: dict[str, pd.DataFrame]) -> None:
+    a = _held(reports[device], "attention", "decode kv>128 batch=")
+    assert len(a) == 4, a.to_dict()
+    assert a["decode kv>128 batch=1-16"] <= DECODE_SMALL_BATCH[device], a.to_dict()
+    assert a.drop("decode kv>128 batch=1-16").max() <= 12.0, a.to_dict()
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_allreduce_per_implementation(device: str, reports: dict[str, pd.DataFrame]) -> None:
+    r = reports[device]
+    ar = r[r["op"] == "allreduce"].set_index("group")["mape_pct"]
+    assert {f"{i} world_size={n}" for i in ("custom", "nccl_graph") for n in (2, 4, 8)} <= set(ar.index)
+    assert ar.max() <= 15.0, ar.to_dict()
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_moe_per_token_band(device: str, reports: dict[str, pd.DataFrame]) -> None:
+    m = _held(reports[device], "moe", "tokens=")
+    assert len(m) == 5 and m.max() <= MOE[device], m.to_dict()
+
+
+def test_custom_allreduce_under_graphs_vs_eager_nccl() -> None:
+    """The issue's example: 8x H100, 16 KiB: custom all-reduce under CUDA graphs 3.7 us measured."""
+    from specsim.cost import roofline as rl
+
+    h100 = load_hardware("h100-sxm")
+    custom = float(rl.allreduce_time_s(16384, 8, h100, "custom")) * 1e6
+    assert 3.7 * 0.8 < custom < 3.7 * 1.6
+    assert float(rl.allreduce_time_s(16384, 8, h100, "nccl")) * 1e6 > 20  # eager NCCL (Vidur's stack)
+    l40s = load_hardware("l40s")  # PCIe: 4-8 GPUs reach a few GB/s of bus bandwidth, not 22
+    assert np.all([l40s.interconnect.allreduce_by_implementation["nccl_graph"][n][1] < 10e9 for n in (4, 8)])
+
+
+def test_calibrate_tables_command_scores_a_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests._cli import run
+
+    code, out, _ = run(capsys, "calibrate-tables", "--hardware", "h100-sxm", "--score-only", "--format", "csv")
+    assert code == 0
+    df = pd.read_csv(__import__("io").StringIO(out))
+    assert {"gemm", "attention", "moe", "allreduce"} <= set(df["op"])
+    code, _, err = run(capsys, "calibrate-tables", "--hardware", "h100-sxm")
+    assert code == 2 and "--output is needed" in err
