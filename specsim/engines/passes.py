@@ -73,17 +73,28 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
                 graphs: bool = True) -> Array:
     """Seconds of one forward pass of B sequences x q tokens over context L as engine e runs it.
 
-    `graphs=False` prices the pass outside CUDA graphs whatever the batch (e.g. a drafter the engine
-    does not capture)."""
+    Inside a graph the all-reduce is the engine's (custom / NCCL captured in the graph); outside one it
+    is eager NCCL and every kernel pays a host dispatch (`eager_op_us` per kernel the cost model counts,
+    or the eager loop's measured op count). `graphs=False` prices the pass outside CUDA graphs whatever
+    the batch (e.g. a drafter the engine does not capture)."""
     b, q, ctx = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len))
     b_run, graphed = graph_batch(e, b, q)
     if not graphs:
         b_run, graphed = np.broadcast_to(b, b_run.shape).astype(float), np.zeros(b_run.shape, dtype=bool)
-    gpu = _gpu_time_s(hw, model, b_run, q, ctx, tp, weight_dtype, kv_dtype, real_batch=b)
-    launches = (e.eager_loop.plain_ops(model.n_layers, model.n_kv_heads < model.n_heads) if e.eager_loop is not None
-                else eager_launches(e, model))
-    host_eager = launches * e.eager_op_us * US
-    eager = np.maximum(gpu, host_eager) + e.eager_op_us * US
+    shape_args = (tp, weight_dtype, kv_dtype)
+    # one cost-model call per execution mode present (graphed, eager), each over the whole array
+    gpu = kernels = np.zeros(np.broadcast_shapes(b_run.shape, q.shape, ctx.shape))
+    if not graphed.all():
+        gpu, kernels = _gpu_time_s(hw, model, b_run, q, ctx, *shape_args, "nccl")
+    if graphed.any():
+        graph_gpu, _ = _gpu_time_s(hw, model, b_run, q, ctx, *shape_args, e.allreduce if tp > 1 else "nccl",
+                                   real_batch=b)
+        gpu = np.where(graphed, graph_gpu, gpu)
+    if e.eager_loop is not None:
+        launches = e.eager_loop.plain_ops(model.n_layers, model.n_kv_heads < model.n_heads)
+    else:
+        launches = kernels
+    eager = np.maximum(gpu, launches * e.eager_op_us * US) + e.eager_op_us * US
     return np.where(graphed, gpu + e.graph_launch_us * US, eager)
 
 
@@ -106,18 +117,21 @@ def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: Array
 
 
 def _gpu_time_s(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,
-                weight_dtype: str, kv_dtype: str, real_batch: Array | None = None) -> Array:
-    """The kernels' time on the GPU: the forward pass without the profile's per-pass host cost.
+                weight_dtype: str, kv_dtype: str, allreduce: str = "nccl",
+                real_batch: Array | None = None) -> tuple[Array, Array]:
+    """(the kernels' time on the GPU, the kernels launched): the forward pass without the profile's
+    per-pass host cost, with the given all-reduce implementation.
 
     A graph padded from `real_batch` to `batch` runs its GEMMs at the padded batch, but the padding
     slots carry no KV cache (engines give them a zero sequence length), so attention is charged for
     the real sequences only: attention scales with the sequences it reads (its fixed cost aside)."""
-    br = breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype))
+    br = breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce))
     gpu = br.time_s - br.overhead_s
+    kernels = br.kernels()
     if real_batch is None:
-        return gpu
+        return gpu, kernels
     attention = br.by_family()["attention"]
-    return gpu - attention * (1.0 - np.asarray(real_batch, dtype=float) / np.maximum(batch, 1.0))
+    return gpu - attention * (1.0 - np.asarray(real_batch, dtype=float) / np.maximum(batch, 1.0)), kernels
 
 
 def host_step_s(e: EngineProfile, batch: ArrayLike, speculative: bool) -> Array:
