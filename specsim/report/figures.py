@@ -364,3 +364,34 @@ def capacity(labels: Sequence[str], gpus_base: Sequence[float], gpus_spec: Seque
 
 def save_png(fig: Figure, path: str, dpi: int = 100) -> None:
     fig.savefig(path, dpi=dpi, format="png")
+
+
+_PENDING: list[tuple[Figure, str, int]] = []  # set before forking: workers inherit it, nothing is pickled
+
+
+def _save_pending(i: int) -> None:
+    fig, path, dpi = _PENDING[i]
+    save_png(fig, path, dpi)
+
+
+def save_pngs(jobs: Sequence[tuple[Figure, str]], dpi: int = 100) -> None:
+    """Render several figures, spread over the CPUs by forked workers where the platform forks (figure
+    layout and rasterising are most of a report's time), serially otherwise or if the pool fails."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    workers = min(os.cpu_count() or 1, len(jobs), 4)
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        _PENDING[:] = [(fig, path, dpi) for fig, path in jobs]
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                list(pool.map(_save_pending, range(len(jobs))))
+            return
+        except (OSError, RuntimeError, BrokenProcessPool):
+            pass
+        finally:
+            _PENDING.clear()
+    for fig, path in jobs:
+        save_png(fig, path, dpi)

@@ -38,10 +38,10 @@ def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Pa
     names = []
     with output_folder(out, OUTPUTS) as tmp:
         (tmp / "figures").mkdir()
-        for sec in sections:
-            if sec.figure is not None:
-                fg.save_png(sec.figure, str(tmp / "figures" / f"{sec.figure_name}.png"), dpi)
-                names.append(f"{sec.figure_name}.png")
+        jobs = [(sec.figure, str(tmp / "figures" / f"{sec.figure_name}.png")) for sec in sections
+                if sec.figure is not None]
+        fg.save_pngs(jobs, dpi)
+        names = [Path(path).name for _, path in jobs]
         (tmp / "plan.json").write_text(json.dumps(c.data, indent=2, default=float) + "\n")
         md = assemble.render_markdown(c, sections)
         (tmp / "report.md").write_text(md)
