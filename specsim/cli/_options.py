@@ -8,11 +8,15 @@ ops/forward; ``--batch``, ``--context``, ``--alpha-grid`` in sweep) takes a list
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from specsim.errors import SpecsimError
+
+if TYPE_CHECKING:
+    from specsim.plan.scenario import Scenario
 
 FORMAT_HELP = "table | csv | json | markdown"
 MAX_BATCH = 1_000_000
@@ -28,6 +32,9 @@ KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 |
 Batch = Annotated[int, typer.Option("--batch", "-b", help="sequences per step")]
 Context = Annotated[int, typer.Option("--context", "-L", help="KV-cache length each sequence attends to (tokens)")]
 Tokens = Annotated[str, typer.Option("--tokens", help="new tokens per sequence (a list): 1,2,4 or 1-16 or 1:4096:x2")]
+CostModel = Annotated[str | None, typer.Option(
+    "--cost-model", help="roofline | table (NVIDIA's measured kernel tables via aiconfigurator-core, the roofline "
+                         "outside them); default: the hardware profile's")]
 
 
 def weight_dtype(value: str | None, alias: str | None) -> str:
@@ -43,3 +50,10 @@ def check_batch_context(batch: int, context: int) -> None:
         raise SpecsimError(f"--batch must be in [1, {MAX_BATCH:,}], got {batch:,}")
     if not 0 <= context <= MAX_CONTEXT:
         raise SpecsimError(f"--context must be in [0, {MAX_CONTEXT:,}], got {context:,}")
+
+
+def with_cost_model(s: Scenario, backend: str | None) -> Scenario:
+    """The scenario priced with --cost-model BACKEND (its hardware profile's own choice when None)."""
+    if backend is None:
+        return s
+    return dataclasses.replace(s, hardware=s.hardware.with_cost_model(backend))

@@ -15,6 +15,7 @@ from specsim.cli._format import check_format, emit, emit_mapping, emit_summary, 
 from specsim.cli._options import (
     Batch,
     Context,
+    CostModel,
     DtypeAlias,
     Fmt,
     Hardware,
@@ -105,8 +106,6 @@ def models_show(name: str, fmt: Fmt = "table") -> None:
     emit_mapping(data, fmt, f"model: {m.name}")
 
 
-CostModelOpt = Annotated[str | None, typer.Option(
-    "--cost-model", help="roofline | table (measured tables, the roofline outside them); default: the profile's")]
 AllreduceOpt = Annotated[str, typer.Option(
     "--allreduce", help="all-reduce implementation: nccl (eager) | nccl_graph | custom (under CUDA graphs)")]
 
@@ -130,7 +129,7 @@ def _ops_rows(hardware: str, model: str, tp: int, dtype: str, kv_dtype: str, tok
 @app.command()
 def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1, context: Context = 1024,
         tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16", fmt: Fmt = "table",
-        dtype_alias: DtypeAlias = None, cost_model: CostModelOpt = None, allreduce: AllreduceOpt = "nccl") -> None:
+        dtype_alias: DtypeAlias = None, cost_model: CostModel = None, allreduce: AllreduceOpt = "nccl") -> None:
     """Per-op FLOPs, bytes and time of one layer, plus the pass's embedding, LM head and sampling.
 
     `tokens` in the output is the total new tokens in the pass (batch x tokens per sequence).
@@ -150,7 +149,7 @@ def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch
 @app.command()
 def forward(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1,
             context: Context = 1024, tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16",
-            fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModelOpt = None,
+            fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModel = None,
             allreduce: AllreduceOpt = "nccl") -> None:
     """Time of the whole forward pass, all layers, head and overheads, split by op family."""
     check_format(fmt)

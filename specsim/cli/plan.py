@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from specsim.cli._format import check_format, console, emit, emit_summary, parse_float_list, parse_int_list
-from specsim.cli._options import Fmt
+from specsim.cli._options import CostModel, Fmt, with_cost_model
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
@@ -22,10 +22,10 @@ from specsim.plan.summary import plan_dict, plan_markdown
 
 
 @app.command()
-def plan(scenario: Path, fmt: Fmt = "table") -> None:
+def plan(scenario: Path, cost_model: CostModel = None, fmt: Fmt = "table") -> None:
     """Best draft and k per load bucket, the policy over batch size, and engine configuration."""
     check_format(fmt)
-    p = make_plan(load_scenario(scenario))
+    p = make_plan(with_cost_model(load_scenario(scenario), cost_model))
     data = plan_dict(p)
     if fmt == "json":
         print(json.dumps(data, indent=2, default=float))
@@ -69,6 +69,7 @@ def sweep(
     alpha_grid: Annotated[str, typer.Option("--alpha-grid", help="i.i.d. acceptance rates to sweep, e.g. "
                                             "0.5,0.7,0.9 (default: each draft's own profile)")] = "",
     max_k: Annotated[int | None, typer.Option("--max-k", help="largest k (default: the scenario's)")] = None,
+    cost_model: CostModel = None,
     fmt: Fmt = "table",
     batches: Annotated[str | None, typer.Option("--batches", hidden=True)] = None,
     contexts: Annotated[str | None, typer.Option("--contexts", hidden=True)] = None,
@@ -103,7 +104,7 @@ def sweep(
         raise SpecsimError(f"--output {output}: give a .csv or .parquet name")
     with Outputs() as outs:
         staged = outs.path(output)
-        s = load_scenario(scenario)
+        s = with_cost_model(load_scenario(scenario), cost_model)
         df = sweep_frame(s, b, c, a, s.max_k if max_k is None else max_k)
         if output.suffix == ".parquet":
             try:

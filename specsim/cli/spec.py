@@ -32,6 +32,7 @@ from specsim.cli._format import (
 from specsim.cli._options import (
     Batch,
     Context,
+    CostModel,
     DtypeAlias,
     Fmt,
     KvDtype,
@@ -140,7 +141,10 @@ def _real_cost_route(
     from specsim.drafts.build import make_draft
     from specsim.plan.evaluate import Target, bundled_engine, config_metrics, memory_per_gpu
 
-    target = Target(load_hardware(hardware), load_model(model), setup["tp"], setup["weight_dtype"],
+    hw = load_hardware(hardware)
+    if setup.get("cost_model") is not None:
+        hw = hw.with_cost_model(setup["cost_model"])
+    target = Target(hw, load_model(model), setup["tp"], setup["weight_dtype"],
                     setup["kv_dtype"], engine=bundled_engine(setup["engine"]) if "/" not in setup["engine"]
                     and not setup["engine"].endswith((".yaml", ".yml")) else load_engine(setup["engine"]))
     target.model.check_tp(setup["tp"], "--tp")
@@ -269,6 +273,7 @@ def evaluate(
     grid: Annotated[Path | None, typer.Option(
         "--grid", help="CSV with one configuration per row, columns named as these flags; adds the outputs")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="with --grid: CSV to write")] = None,
+    cost_model: CostModel = None,
     fmt: Fmt = "table",
     dtype_alias: DtypeAlias = None,
 ) -> None:
@@ -295,6 +300,8 @@ def evaluate(
         raise SpecsimError("give either --draft-cost-ratio or --hardware/--model/--draft, not both")
     if not real and draft_cost_ratio is None:
         raise SpecsimError("give a cost source: --draft-cost-ratio C, or --hardware H --model M --draft D")
+    if not real and cost_model is not None:
+        raise SpecsimError("--cost-model prices a real step: give it with --hardware/--model/--draft")
     if draft_cost_ratio is not None and not 0 <= draft_cost_ratio < float("inf"):
         raise SpecsimError(f"--draft-cost-ratio must be a finite number >= 0, got {draft_cost_ratio:g}")
     if not 0 < target_step_ms < float("inf"):
@@ -308,7 +315,8 @@ def evaluate(
         if alpha is not None:
             check_rates(alpha, "--alpha")
         setup = {"tp": tp, "draft_tp": draft_tp, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "topk": topk,
-                 "num_draft_tokens": num_draft_tokens, "engine": engine, "acceptance_length": acceptance_length}
+                 "num_draft_tokens": num_draft_tokens, "engine": engine, "acceptance_length": acceptance_length,
+                 "cost_model": cost_model}
         if acceptance_length is not None and any(x is not None for x in (alpha, alphas, acceptance)):
             raise SpecsimError("give one acceptance: --acceptance-length, --alpha, --alphas or --acceptance")
         profile = _profile(alpha, alphas, acceptance, k)

@@ -57,5 +57,5 @@ def test_bad_fields_name_the_field(field: str, value: object, message: str) -> N
 
 
 def test_unknown_engine_lists_the_known_ones() -> None:
-    with pytest.raises(SpecsimError, match="unknown engine 'tgi'.*vllm"):
+    with pytest.raises(SpecsimError, match=r"unknown engine 'tgi'.*vllm"):
         load_engine("tgi")
