@@ -101,7 +101,7 @@ def import_aiconfigurator_cmd(
     all_versions: Annotated[bool, typer.Option(
         "--all-versions", help="keep every framework version (default: the newest that measured each shape)")] = False,
 ) -> None:
-    """NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".[tables]") in the measurement
+    """NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".\\[tables]") in the measurement
     schema: GEMM (bf16, fp8, ...), decode and prefill attention, fused MoE, NCCL and custom all-reduce.
 
     Read from the installed package, never copied into this repository; each row names its framework,
@@ -128,7 +128,7 @@ def calibrate_tables(
     name: Annotated[str | None, typer.Option("--name", help="name of the fitted profile")] = None,
     fmt: Fmt = "table",
 ) -> None:
-    """Fit a profile to NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".[tables]"):
+    """Fit a profile to NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".\\[tables]"):
     GEMMs, then attention, fused MoE and all-reduce per implementation, each stage on its own rows,
     with half the shapes held out; prints the error per family and band on the held-out shapes and
     writes the profile with its provenance (package version, framework, kernels)."""

@@ -2,7 +2,7 @@
 
 `evaluate_grid` takes a table whose columns are named as `specsim evaluate`'s flags (hardware, model,
 tp, engine, draft, k, topk, num_draft_tokens, draft_tp, batch, context, weight_dtype, kv_dtype,
-alpha, acceptance_length, and task / temperature / checkpoint for the acceptance prior; blank =
+alpha, acceptance_length, cost_model, and task / temperature / checkpoint for the acceptance prior; blank =
 default; other columns carried through) and adds the step
 economics of every row. Rows sharing a setup (everything but k, batch, context and acceptance) go
 through one `plan.evaluate.step_arrays` call, so 10,000 questions cost a few numpy calls. A row that
@@ -34,14 +34,15 @@ INPUTS: dict[str, Any] = {
     "hardware": None, "model": None, "tp": 1, "engine": "", "draft": "none", "k": None, "topk": 1,
     "num_draft_tokens": None, "draft_tp": None, "batch": 1, "context": 1024, "weight_dtype": "bf16",
     "kv_dtype": "bf16", "alpha": None, "acceptance_length": None, "window": None, "guesses": None,
-    "check_memory": True, "task": None, "temperature": None, "checkpoint": None,
+    "check_memory": True, "task": None, "temperature": None, "checkpoint": None, "cost_model": None,
 }
 #: Columns `evaluate_grid` adds.
 OUTPUTS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "baseline_step_ms", "speedup", "throughput_tok_s",
            "ms_per_token", "memory_gib", "memory_capacity_gib", "acceptance_source", "error")
 SETUP = ("hardware", "model", "tp", "engine", "draft", "topk", "num_draft_tokens", "draft_tp", "weight_dtype",
-         "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint")
-ALIASES = {"dtype": "weight_dtype", "acceptance-length": "acceptance_length", "tau": "acceptance_length"}
+         "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint", "cost_model")
+ALIASES = {"dtype": "weight_dtype", "acceptance-length": "acceptance_length", "tau": "acceptance_length",
+           "cost-model": "cost_model"}
 
 
 @lru_cache(maxsize=64)
@@ -75,6 +76,8 @@ def _setup(row: pd.Series, engines: Mapping[str, EngineProfile] | None = None) -
     """The Target and Draft of a setup row (SpecsimError when a name or value is wrong); `engines`
     overrides bundled engine profiles by name (the engine fit tries parameter values this way)."""
     hw = _hardware(str(row["hardware"]).strip())
+    if not _blank(row["cost_model"]):
+        hw = hw.with_cost_model(str(row["cost_model"]).strip().lower())
     model = _model(str(row["model"]).strip())
     tp = _int(row["tp"], "tp", 1)
     name = str(row["engine"]).strip().lower() or DEFAULT_ENGINE

@@ -45,6 +45,7 @@ def test_measured_acceptance_length_is_tokens_per_step_and_scales_speedup_linear
     ({"acceptance_length": 5.5}, "acceptance_length 5.5 is outside \\[1, 4\\]"),
     ({"alpha": 1.5}, "alpha must lie in \\[0, 1\\]"),
     ({"model": "llama-3.1-405b"}, "does not fit: .* GiB per GPU needed of .* GiB"),
+    ({"cost_model": "bogus"}, "unknown cost model 'bogus'"),
 ])
 def test_a_bad_row_gets_its_reason_and_blank_outputs_and_others_are_unaffected(row: dict, message: str) -> None:
     good = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "k": 3, "batch": 4}
@@ -58,3 +59,15 @@ def test_outputs_are_the_documented_columns() -> None:
     out = evaluate_grid(pd.DataFrame([{"hardware": "h100-sxm", "model": "llama-3.1-8b"}]))
     assert set(OUTPUTS) <= set(out.columns)
     assert out["speedup"][0] == pytest.approx(1.0)  # no draft: plain decoding
+
+
+def test_a_cost_model_column_prices_the_row_as_evaluate_cost_model_does() -> None:
+    """A row with cost_model = roofline equals a blank row on a roofline profile, and the same
+    Target built with `with_cost_model` gives the grid's figure."""
+    base = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "k": 3, "batch": 8}
+    out = evaluate_grid(pd.DataFrame([base, {**base, "cost_model": "roofline"}]))
+    assert out["step_ms"][0] == pytest.approx(out["step_ms"][1])
+    hw = load_hardware("h100-sxm").with_cost_model("roofline")
+    t = Target(hw, load_model("llama-3.1-8b"), 1, engine=bundled_engine("vllm"))
+    m = config_metrics(t, make_draft("eagle3", t.model), 3, 8, 1024)
+    assert out["step_ms"][1] == pytest.approx(float(m.step_ms))
