@@ -18,10 +18,10 @@ import datetime as dt
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -285,7 +285,7 @@ def fit_allreduce(df: pd.DataFrame, hw: HardwareProfile) -> HardwareProfile:
     tables = {"nccl": dict(hw.interconnect.allreduce_by_world_size),
               **{k: dict(v) for k, v in hw.interconnect.allreduce_by_implementation.items()}}
     for (impl, n), g in ar.groupby([allreduce_impl(ar), "world_size"]):
-        size = int(n)
+        size = int(cast(float, n))
         b = g["bytes"].to_numpy(float)
         y = g["time_ms"].to_numpy(float) * 1e-3
         what = f"all-reduce ({impl}) over {size} GPUs"
@@ -519,6 +519,7 @@ def provenance(cal: Calibration, measurements: str | Path, holdout: str | None, 
     """What the profile was fitted on, when, with which parameters, and how well it fits."""
     when = when or dt.datetime.now(dt.UTC)
     rep = cal.report.set_index(["rows", "group"])["mape_pct"]
+    by_group = cast("Iterable[tuple[tuple[str, str], float]]", rep.items())  # ((rows, group), MAPE)
 
     def mape(subset: str, group: str = "all") -> float | None:
         return round(float(rep[(subset, group)]), 2) if (subset, group) in rep.index else None
@@ -536,7 +537,7 @@ def provenance(cal: Calibration, measurements: str | Path, holdout: str | None, 
         "params": [*cal.params, *(["allreduce (per world size)"] if cal.allreduce else [])],
         "mape_pct_fitted": mape("fitted"),
         "mape_pct_held_out": mape("held-out"),
-        "mape_pct_by_group": {f"{r}: {g}": round(float(v), 2) for (r, g), v in rep.items()
+        "mape_pct_by_group": {f"{r}: {g}": round(float(v), 2) for (r, g), v in by_group
                               if g.startswith("op=") or g == "all" or " tokens=" not in g},
     }
 

@@ -16,6 +16,7 @@ import csv
 import io
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,7 +162,7 @@ class RowSet:
                 for _, g in d[ok].groupby(kd[ok].map(str)):
                     cdt, wb = kernel_dtype(str(g["dtype"].iloc[0]))  # type: ignore[misc]
                     gi = idx[np.isin(d.index, g.index)]
-                    arrays = {c: _column(g, c) for c in cols}
+                    arrays: dict[str, Any] = {c: _column(g, c) for c in cols}
                     arrays.update(dtype=cdt, wb=wb, buffer_sets=_column(g, "buffer_sets"), ep=_column(g, "ep", 1.0))
                     if op == "moe":  # routing: "balanced" rows spread T*k assignments evenly; others random
                         dist = _text(g, "distribution", "")

@@ -20,7 +20,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -258,7 +258,7 @@ def source_line(rows: TableRows, report: pd.DataFrame, version: str | None) -> s
 
 
 def provenance(rows: TableRows, report: pd.DataFrame, version: str | None) -> dict[str, Any]:
-    groups = {f"{r.op} {r.group}": round(float(r.mape_pct), 2) for r in report.itertuples()
+    groups = {f"{r.op} {r.group}": round(float(cast(float, r.mape_pct)), 2) for r in report.itertuples()
               if r.rows == "held-out" or r.op == "allreduce"}
     return {
         "fitted_by": "specsim calibrate-tables",

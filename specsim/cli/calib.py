@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import pandas as pd
 import typer
@@ -82,8 +83,8 @@ def import_vidur_cmd(
         check_format(fmt)
         df = import_vidur(directory)
         staged.write_text(df.to_csv(index=False))
-    counts = df.groupby(["device", "op"]).size()
-    per = {f"{d} {o}": int(n) for (d, o), n in counts.items()}
+    counts = cast("Iterable[tuple[tuple[str, str], int]]", df.groupby(["device", "op"]).size().items())
+    per = {f"{d} {o}": int(n) for (d, o), n in counts}
     emit_summary(fmt, f"wrote {output}: {len(df)} rows (" + ", ".join(f"{k}: {n}" for k, n in per.items()) + ")",
                  {"output": str(output), "rows": len(df), **per})
 
@@ -112,8 +113,8 @@ def import_aiconfigurator_cmd(
         staged = outs.path(output)
         df = measurements(system or None, framework or None, family or None, latest=not all_versions)
         staged.write_text(df.to_csv(index=False))
-    counts = df.groupby(["device", "op"]).size()
-    print(f"wrote {output}: {len(df)} rows (" + ", ".join(f"{d} {o}: {n}" for (d, o), n in counts.items()) + ")")
+    counts = cast("Iterable[tuple[tuple[str, str], int]]", df.groupby(["device", "op"]).size().items())
+    print(f"wrote {output}: {len(df)} rows (" + ", ".join(f"{d} {o}: {n}" for (d, o), n in counts) + ")")
 
 
 @app.command("calibrate-tables")
@@ -250,7 +251,8 @@ def calibrate(
     if notes:
         print("skipped " + "; ".join(notes), file=sys.stderr)
     emit(result.report, fmt, f"calibration of {base.name}: mean absolute error (%)")
-    values = {k: round(v, 4) for k, v in cal.fitted_values(fitted).items() if k in result.params}
+    values: dict[str, float | str] = {k: round(v, 4) for k, v in cal.fitted_values(fitted).items()
+                                      if k in result.params}
     ic = fitted.interconnect
     for impl, table in (({"nccl": ic.allreduce_by_world_size, **ic.allreduce_by_implementation}.items())
                         if result.allreduce else []):

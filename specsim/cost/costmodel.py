@@ -26,11 +26,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost import roofline as rl
 from specsim.cost.hardware import HardwareProfile
@@ -42,7 +42,8 @@ Array = rl.Array
 class CostModel(Protocol):
     """Seconds of each kernel family of a forward pass on one profile (arrays broadcast)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: RooflineCostModel is a frozen dataclass
 
     def describe(self) -> str: ...
 
@@ -155,7 +156,7 @@ class RatioGrid:
         xs = [x.reshape(-1) for x in xs]
         out = np.zeros(xs[0].shape)
         inside = np.ones(xs[0].shape, bool)
-        corners: list[tuple[Array, Array]] = []  # per axis: (lower index, weight of upper)
+        corners: list[tuple[NDArray[np.intp], Array]] = []  # per axis: (lower index, weight of upper)
         for a, x in zip(self.axes, xs, strict=True):
             if len(a) == 1:
                 hit = np.isclose(x, a[0])
@@ -193,7 +194,7 @@ class MeasuredTables:
     gemm_grid: dict[str, RatioGrid] = field(default_factory=dict)
     decode: dict[tuple[float, float, float, float], RatioGrid] = field(default_factory=dict)
     prefill: dict[tuple[float, float, float, str], RatioGrid] = field(default_factory=dict)
-    moe: dict[tuple[float, ...], RatioGrid] = field(default_factory=dict)
+    moe: dict[tuple[str, float, float, float, float], RatioGrid] = field(default_factory=dict)
     allreduce: dict[tuple[str, float], RatioGrid] = field(default_factory=dict)
     rows: int = 0
 
@@ -228,8 +229,8 @@ def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> Measured
         ratio = _log(gemm["time_ms"]) - _log(pred)
         for cdt, g in gemm.assign(r=ratio).groupby("cdt"):
             g = g[np.isfinite(g["r"])]
-            tables.gemm_grid[cdt] = RatioGrid.build([g["tokens"].to_numpy(float), g["d_out"].to_numpy(float),
-                                                     g["d_in"].to_numpy(float)], g["r"].to_numpy())
+            tables.gemm_grid[str(cdt)] = RatioGrid.build([g["tokens"].to_numpy(float), g["d_out"].to_numpy(float),
+                                                          g["d_in"].to_numpy(float)], g["r"].to_numpy())
     att = df[df["op"] == "attention"]
     if len(att):
         att = _main_kernel(att, ["phase", "dtype", "kv_dtype"])
@@ -238,7 +239,7 @@ def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> Measured
         att = att[np.isfinite(att["r"])]
         dec = att[att["q_per_seq"] == 1]
         for key, g in dec.groupby(["n_heads", "n_kv_heads", "head_dim", dec["kv_dtype"].map(_kv_bytes)]):
-            tables.decode[tuple(float(x) for x in key)] = RatioGrid.build(
+            tables.decode[(float(key[0]), float(key[1]), float(key[2]), float(key[3]))] = RatioGrid.build(
                 [g["batch"].to_numpy(float), g["context_len"].to_numpy(float)], g["r"].to_numpy())
         pre = att[(att["q_per_seq"] > 1) & (att["q_per_seq"] == att["context_len"])]
         for key, g in pre.groupby(["n_heads", "n_kv_heads", "head_dim", pre["dtype"].map(_compute)]):
@@ -319,6 +320,8 @@ class TableCostModel:
                                                            v_dim, kv_bytes_per_token, dtype)
         if np.ndim(heads) or np.ndim(kv_heads) or np.ndim(qk_dim) or np.ndim(kv_bytes_per_token) or qk_dim != v_dim:
             return t, c, mem, flops, bytes_  # per-row head shapes (measurement rows) or MLA: roofline
+        heads, kv_heads, qk_dim, kv_bytes_per_token = cast(  # scalars from here on
+            "tuple[float, float, float, float]", (heads, kv_heads, qk_dim, kv_bytes_per_token))
         kvb = float(kv_bytes_per_token) / (2.0 * float(kv_heads) * float(qk_dim))
         b, q, ctx = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len)))
         dec = self.tables.decode.get((float(heads), float(kv_heads), float(qk_dim), kvb))
@@ -360,6 +363,7 @@ class TableCostModel:
                          "head_dim", "n_experts", "top_k", "bytes", "world_size", "ep")}
         text = {c: df[c].astype(object).where(df[c].notna(), "").astype(str).to_numpy() if c in df
                 else np.full(len(df), "") for c in ("dtype", "kv_dtype", "impl")}
+        grid: RatioGrid | None
         for key, grid in self.tables.gemm_grid.items():
             sel = (op == "gemm") & (np.array([str(kernel_dtype(x)) for x in text["dtype"]]) == key)
             if sel.any():
@@ -374,9 +378,9 @@ class TableCostModel:
                 grid = self.tables.prefill.get((*hk, _compute(text["dtype"][i])))
                 r[i] = _ratio(grid, num["batch"][i], num["q_per_seq"][i])
         for i in np.flatnonzero((op == "moe") & (np.nan_to_num(num["ep"], nan=1.0) == 1)):
-            key = (str(kernel_dtype(text["dtype"][i])), num["d_in"][i], num["d_out"][i], num["n_experts"][i],
-                   num["top_k"][i])
-            r[i] = _ratio(self.tables.moe.get(key), num["tokens"][i])
+            moe_key = (str(kernel_dtype(text["dtype"][i])), num["d_in"][i], num["d_out"][i], num["n_experts"][i],
+                       num["top_k"][i])
+            r[i] = _ratio(self.tables.moe.get(moe_key), num["tokens"][i])
         impl = np.where(text["impl"] == "", "nccl", text["impl"])
         for (grid_impl, size), grid in self.tables.allreduce.items():
             sel = (op == "allreduce") & (impl == grid_impl) & (num["world_size"] == size)

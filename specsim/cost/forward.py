@@ -4,6 +4,7 @@ op family. Vectorised over batch, new tokens per sequence and context length."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -35,10 +36,10 @@ class ForwardBreakdown:
         return out
 
     def flops(self) -> Array:
-        return sum(op.flops * op.count for op in self.ops)
+        return cast(Array, sum(op.flops * op.count for op in self.ops))  # ops: never empty
 
     def bytes_(self) -> Array:
-        return sum(op.bytes_ * op.count for op in self.ops)
+        return cast(Array, sum(op.bytes_ * op.count for op in self.ops))
 
     def kernels(self) -> Array:
         """Kernel launches of the pass (what an eager engine pays host launch time for)."""

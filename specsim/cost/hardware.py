@@ -167,7 +167,8 @@ class HardwareProfile:
         return value
 
     def with_efficiency(self, **changes: float) -> HardwareProfile:
-        return dataclasses.replace(self, efficiency=dataclasses.replace(self.efficiency, **changes))
+        fields: dict[str, Any] = dict(changes)  # the float fields of Efficiency (not `source`)
+        return dataclasses.replace(self, efficiency=dataclasses.replace(self.efficiency, **fields))
 
     def with_cost_model(self, backend: str, framework: str | None = None,
                         measurements: str | None = None) -> HardwareProfile:

@@ -10,10 +10,12 @@ distinct T and broadcast back, so a sweep over batch, draft length and context s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost.costmodel import CostModel, cost_model
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, compute_dtype, kv_bytes, weight_bytes
@@ -94,7 +96,7 @@ class _Ctx:
     cm: CostModel
     s: PassShape
     tokens: Array
-    inv: Array
+    inv: NDArray[np.intp]
 
     @property
     def gemm_dtype(self) -> str:
@@ -106,7 +108,7 @@ class _Ctx:
     def expand(self, a: ArrayLike) -> Array:
         """Per-distinct-token values back to the pass's shape."""
         return np.asarray(a, dtype=float).reshape(-1)[self.inv].reshape(self.s.tokens.shape) \
-            if np.ndim(a) else np.full(self.s.tokens.shape, float(a))
+            if np.ndim(a) else np.full(self.s.tokens.shape, float(cast(float, a)))  # a scalar here
 
 
 def _context(model: ModelSpec, hw: HardwareProfile, s: PassShape) -> _Ctx:
@@ -117,7 +119,7 @@ def _context(model: ModelSpec, hw: HardwareProfile, s: PassShape) -> _Ctx:
 def _op(c: _Ctx, name: str, family: str, flops: ArrayLike, bytes_: ArrayLike, time: ArrayLike, compute: ArrayLike,
         memory: ArrayLike, count: int = 1, kernels: ArrayLike = 1.0) -> Op:
     """An op whose arrays are per distinct token count, expanded to the pass's shape."""
-    k = c.expand(kernels) if np.ndim(kernels) else float(kernels)
+    k = c.expand(kernels) if np.ndim(kernels) else float(cast(float, kernels))
     return Op(name, family, c.expand(flops), c.expand(bytes_), c.expand(time), c.expand(compute), c.expand(memory),
               count, k)
 
@@ -137,9 +139,14 @@ def _gemm(c: _Ctx, name: str, m: Array, n: float, k: float, groups: ArrayLike = 
 
 def _sum(name: str, parts: list[Op]) -> Op:
     """Several kernels reported as one op (e.g. MLA's four projections as `qkv`)."""
-    return Op(name, parts[0].family, sum(p.flops for p in parts), sum(p.bytes_ for p in parts),
-              sum(p.time_s for p in parts), sum(p.compute_s for p in parts),
-              sum(p.memory_s for p in parts), parts[0].count, sum(p.kernels for p in parts))
+    return Op(name, parts[0].family, _total(p.flops for p in parts), _total(p.bytes_ for p in parts),
+              _total(p.time_s for p in parts), _total(p.compute_s for p in parts),
+              _total(p.memory_s for p in parts), parts[0].count, sum(p.kernels for p in parts))
+
+
+def _total(arrays: Iterable[Array]) -> Array:
+    """sum() of arrays (its start, 0, adds nothing: the result is an array)."""
+    return cast(Array, sum(arrays))
 
 
 def _attention_ops(c: _Ctx, count: int) -> list[Op]:
@@ -148,6 +155,7 @@ def _attention_ops(c: _Ctx, count: int) -> list[Op]:
     tp, h = s.tp, model.hidden
     heads = model.n_heads / tp
     kv_tok = model.kv_bytes_per_token(s.kv_dtype, tp) / model.n_layers
+    dqk: float
     if model.is_mla:
         # DeepSeek-V2/V3 MLA with weight absorption for decode (DeepSeek-V2 §2.1; FlashMLA):
         # queries go through the low-rank q path, keys/values live in a shared 512+64 latent.

@@ -43,23 +43,24 @@ QUANT_BYTES = 1.0  # fp8 / int8 activations after dynamic quantisation
 def _configs() -> tuple[Array, Array, Array, Array, Array]:
     """Flat arrays over every configuration: tile rows (0 for swap-AB: set per M), tile cols,
     split-K, 1 if stream-K, token tiles of a swap-AB configuration (0 otherwise)."""
-    tm, tn, sk, stream, swap = [], [], [], [], []
+    configs: list[tuple[float, float, float, float, float]] = []  # (tm, tn, sk, stream, swap)
     for rows, cols in TILES_MN:
         for s in SPLIT_K:
-            tm.append(rows), tn.append(cols), sk.append(s), stream.append(0.0), swap.append(0.0)
-        tm.append(rows), tn.append(cols), sk.append(1.0), stream.append(1.0), swap.append(0.0)
+            configs.append((rows, cols, s, 0.0, 0.0))
+        configs.append((rows, cols, 1.0, 1.0, 0.0))
     for r in SWAP_TOKEN_TILES:
         for s in SWAP_SPLIT_K:
-            tm.append(0.0), tn.append(SWAP_WEIGHT_ROWS), sk.append(s), stream.append(0.0), swap.append(r)
-        tm.append(0.0), tn.append(SWAP_WEIGHT_ROWS), sk.append(1.0), stream.append(1.0), swap.append(r)
-    return np.array(tm), np.array(tn), np.array(sk), np.array(stream), np.array(swap)
+            configs.append((0.0, SWAP_WEIGHT_ROWS, s, 0.0, r))
+        configs.append((0.0, SWAP_WEIGHT_ROWS, 1.0, 1.0, r))
+    tm, tn, sk, stream, swap = (np.array(column) for column in zip(*configs, strict=True))
+    return tm, tn, sk, stream, swap
 
 
 _TM, _TN, _SK, _STREAM, _SWAP = _configs()
 _IS_SWAP = _SWAP > 0
 
 
-def _join(compute_s: Array, memory_s: Array, p: float) -> Array:
+def _join(compute_s: Array, memory_s: Array, p: float | Array) -> Array:
     """p-norm of the two ceilings: max() as p -> inf; smooth near the ridge (fitted p ~ 1.5-3)."""
     hi = np.maximum(compute_s, memory_s)
     lo = np.minimum(compute_s, memory_s)
@@ -87,7 +88,8 @@ def stream_s(bytes_: ArrayLike, hit: ArrayLike, hw: HardwareProfile, bw_bytes_pe
     (HBM), the resident share at `l2_stream_tb_per_s` (what a streaming kernel reads from L2), both
     times `ramp` (the share of the rate the kernel's CTAs in flight can draw)."""
     b, h = np.asarray(bytes_, dtype=float), np.asarray(hit, dtype=float)
-    return (b * (1.0 - h) / bw_bytes_per_s + b * h / (hw.efficiency.l2_stream_tb_per_s * 1e12)) / ramp
+    bw, r = np.asarray(bw_bytes_per_s, dtype=float), np.asarray(ramp, dtype=float)
+    return (b * (1.0 - h) / bw + b * h / (hw.efficiency.l2_stream_tb_per_s * 1e12)) / r
 
 
 def is_weight_only(dtype: str, weight_bytes: float, act_bytes: float = 2.0) -> bool:
@@ -148,6 +150,7 @@ def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile,
     weights = g * n * k * weight_bytes
     acts = g * m * (k * a_in + n * act_bytes)
     bytes_ = weights + acts + g * 8.0 * (_SK - 1.0) * m * n
+    hit: Array | float
     if working_set is not None:
         hit = l2_hit_fraction(np.asarray(working_set, dtype=float)[..., None], hw)
     else:
@@ -222,7 +225,7 @@ ATTENTION_Q_TILE = 64.0
 SPLIT_KV_MIN_KEYS = 128.0  # one KV block (kBlockN = 128): a split needs at least two
 
 
-def attention_splits_kv(units: ArrayLike, context_len: ArrayLike, hw: HardwareProfile) -> Array:
+def attention_splits_kv(units: ArrayLike, context_len: ArrayLike, hw: HardwareProfile) -> NDArray[np.bool_]:
     """Whether flash-decoding splits the KV across CTAs (and runs a combine kernel): the (sequence x
     KV head x query tile) work units do not fill the SMs and the KV spans more than one block
     (FlashAttention's num_splits heuristic, flash_api.cpp; FlashInfer's split-KV scheduler alike)."""

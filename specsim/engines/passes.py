@@ -90,6 +90,7 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
         graph_gpu, _ = _gpu_time_s(hw, model, b_run, q, ctx, *shape_args, e.allreduce if tp > 1 else "nccl",
                                    real_batch=b)
         gpu = np.where(graphed, graph_gpu, gpu)
+    launches: float | Array
     if e.eager_loop is not None:
         launches = e.eager_loop.plain_ops(model.n_layers, model.n_kv_heads < model.n_heads)
     else:

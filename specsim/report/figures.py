@@ -147,7 +147,7 @@ def optimal_k_heatmap(batch: np.ndarray, alphas: np.ndarray, best_k: np.ndarray,
     """best_k[alpha, batch]; -1 where nothing fits in memory. points: (label, batch, alpha, k)."""
     fig, (ax,) = _figure(9.0, 5.2)
     colours = ["#d9d9d9", *[matplotlib.colormaps["viridis"](i / max(max_k, 1)) for i in range(max_k + 1)]]
-    cmap = ListedColormap(np.array(colours, dtype=object).tolist())  # type: ignore[arg-type]
+    cmap = ListedColormap(np.array(colours, dtype=object).tolist())
     norm = BoundaryNorm(np.arange(-1.5, max_k + 1.5), cmap.N)
     # cell edges: geometric midpoints in batch, arithmetic in alpha
     be = np.sqrt(batch[1:] * batch[:-1])

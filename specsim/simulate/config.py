@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 from specsim.acceptance.priors import TASKS, task_of_dataset
 from specsim.errors import SpecsimError
@@ -290,7 +290,7 @@ def parse_policy(raw: Any, where: Where) -> SpecPolicy:
     if not isinstance(sched, list) or any(not isinstance(s, list) or len(s) != 3 for s in sched):
         raise where.error(f"field 'schedule' must be a list of [batch_from, batch_to, k], got {sched!r}", "schedule")
     spans = [tuple(s) for s in sched]
-    return where.build(lambda: SpecPolicy(k, tuple(spans), off_above), "schedule")  # type: ignore[arg-type]
+    return where.build(lambda: SpecPolicy(k, tuple(spans), off_above), "schedule")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from specsim.errors import SpecsimError
 from specsim.simulate.acceptance import AcceptanceMix
@@ -92,7 +92,7 @@ def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], s
     """Run every case (in parallel, joblib) and return one row per case, in the cases' order.
 
     `cost`: one StepCost, or one per `SweepCase.cost` key. `progress(done)` is called as rows arrive."""
-    import joblib  # type: ignore[import-untyped]
+    import joblib
 
     costs: Mapping[str, StepCost] = cost if isinstance(cost, Mapping) else {c.cost: cost for c in cases}
     missing = sorted({c.cost for c in cases} - set(costs))

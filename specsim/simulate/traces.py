@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from specsim.errors import SpecsimError
 
