@@ -1,10 +1,12 @@
 """Every `specsim ...` command in the README's ```bash blocks runs as written from the repository root
-(exit 0), except lines marked `[GPU]` (they need a GPU or its output) or `[slow]` (minutes). They run
+(exit 0), except lines marked `[GPU]` (they need a GPU or its output) or `[slow]` (minutes); lines marked
+`[tables]` run when the `.[tables]` extra (aiconfigurator-core, pyarrow) is installed. They run
 in a scratch copy of the layout (scenarios/, examples/, and ../shared/ when present), so the outputs
 they write land there."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -15,6 +17,7 @@ from tests.corpus.harness import ROOT, invoke
 
 README = ROOT / "README.md"
 SKIP = ("[GPU]", "[slow]")
+HAVE_TABLES = all(importlib.util.find_spec(m) is not None for m in ("aiconfigurator_core", "pyarrow"))
 
 
 def readme_commands() -> list[tuple[str, list[str] | None]]:
@@ -62,6 +65,8 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_readme_command_runs_as_written(line: str, argv: list[str] | None, scratch: Path) -> None:
     if argv is None:
         pytest.skip("marked [GPU] or [slow] in the README")
+    if "[tables]" in line and not HAVE_TABLES:
+        pytest.skip("marked [tables]: aiconfigurator-core / pyarrow not installed")
     if "../shared/" in line and not (scratch.parent / "shared").is_dir():
         pytest.skip("../shared/reference is absent")
     r = invoke(*argv, cwd=scratch)
