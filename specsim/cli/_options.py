@@ -32,6 +32,9 @@ KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 |
 Batch = Annotated[int, typer.Option("--batch", "-b", help="sequences per step")]
 Context = Annotated[int, typer.Option("--context", "-L", help="KV-cache length each sequence attends to (tokens)")]
 Tokens = Annotated[str, typer.Option("--tokens", help="new tokens per sequence (a list): 1,2,4 or 1-16 or 1:4096:x2")]
+Engine = Annotated[str | None, typer.Option(
+    "--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | hf-naive | a versioned name "
+                           "(specsim engines list) | a profile YAML; default: the scenario's (vllm)")]
 CostModel = Annotated[str | None, typer.Option(
     "--cost-model", help="roofline | table (NVIDIA's measured kernel tables via aiconfigurator-core, the roofline "
                          "outside them); default: the hardware profile's")]
@@ -52,8 +55,12 @@ def check_batch_context(batch: int, context: int) -> None:
         raise SpecsimError(f"--context must be in [0, {MAX_CONTEXT:,}], got {context:,}")
 
 
-def with_cost_model(s: Scenario, backend: str | None) -> Scenario:
-    """The scenario priced with --cost-model BACKEND (its hardware profile's own choice when None)."""
-    if backend is None:
-        return s
-    return dataclasses.replace(s, hardware=s.hardware.with_cost_model(backend))
+def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = None) -> Scenario:
+    """The scenario priced with --cost-model and run by --engine (the scenario's own where None)."""
+    if cost_model is not None:
+        s = dataclasses.replace(s, hardware=s.hardware.with_cost_model(cost_model))
+    if engine is not None:
+        from specsim.engines.profile import load_engine
+
+        s = dataclasses.replace(s, engine=load_engine(engine))
+    return s

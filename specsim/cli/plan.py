@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from specsim.cli._format import check_format, console, emit, emit_summary, parse_float_list, parse_int_list
-from specsim.cli._options import CostModel, Fmt, with_cost_model
+from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
@@ -22,10 +22,10 @@ from specsim.plan.summary import plan_dict, plan_markdown
 
 
 @app.command()
-def plan(scenario: Path, cost_model: CostModel = None, fmt: Fmt = "table") -> None:
+def plan(scenario: Path, engine: Engine = None, cost_model: CostModel = None, fmt: Fmt = "table") -> None:
     """Best draft and k per load bucket, the policy over batch size, and engine configuration."""
     check_format(fmt)
-    p = make_plan(with_cost_model(load_scenario(scenario), cost_model))
+    p = make_plan(overridden(load_scenario(scenario), cost_model, engine))
     data = plan_dict(p)
     if fmt == "json":
         print(json.dumps(data, indent=2, default=float))
@@ -41,8 +41,8 @@ def plan(scenario: Path, cost_model: CostModel = None, fmt: Fmt = "table") -> No
     con.print(f"[bold]{escape(data['recommendation'])}[/bold]")
     cols = ["bucket", "weight", "batch", "context", "draft", "k", "tokens_per_step", "step_ms", "baseline_step_ms",
             "speedup", "throughput_tok_s", "ms_per_token"]
-    emit(rows[cols], "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']}, "
-         f"objective {data['objective']}")
+    emit(rows[cols], "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
+         f"({data['engine']}), objective {data['objective']}")
     if data["policy"]:
         pol = ", ".join(f"batch {s['batch_from']}-{s['batch_to']}: "
                         + ("does not fit" if s["k"] < 0 else f"k={s['k']}" if s["k"] else "off")
@@ -69,6 +69,7 @@ def sweep(
     alpha_grid: Annotated[str, typer.Option("--alpha-grid", help="i.i.d. acceptance rates to sweep, e.g. "
                                             "0.5,0.7,0.9 (default: each draft's own profile)")] = "",
     max_k: Annotated[int | None, typer.Option("--max-k", help="largest k (default: the scenario's)")] = None,
+    engine: Engine = None,
     cost_model: CostModel = None,
     fmt: Fmt = "table",
     batches: Annotated[str | None, typer.Option("--batches", hidden=True)] = None,
@@ -104,7 +105,7 @@ def sweep(
         raise SpecsimError(f"--output {output}: give a .csv or .parquet name")
     with Outputs() as outs:
         staged = outs.path(output)
-        s = with_cost_model(load_scenario(scenario), cost_model)
+        s = overridden(load_scenario(scenario), cost_model, engine)
         df = sweep_frame(s, b, c, a, s.max_k if max_k is None else max_k)
         if output.suffix == ".parquet":
             try:

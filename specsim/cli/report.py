@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from specsim.cli._format import check_format, emit_summary
-from specsim.cli._options import CostModel, Fmt, with_cost_model
+from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 
 
@@ -21,6 +21,7 @@ def report(
                                                                 "figures/ and plan.json")] = Path("report"),
     reference: Annotated[Path | None, typer.Option(help="Vidur reference timings, to check the hardware "
                                                         "profile's fit (default: ../shared/reference/vidur)")] = None,
+    engine: Engine = None,
     cost_model: CostModel = None,
     fmt: Fmt = "table",
 ) -> None:
@@ -38,7 +39,7 @@ def report(
     check_format(fmt)
     t0 = time.perf_counter()
     check_folder_target(output, OUTPUTS)
-    s = with_cost_model(load_scenario(scenario), cost_model)  # bad input fails here, before any progress bar or file
+    s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before any progress bar or file
     console = Console(file=sys.stderr)
     with Progress(TextColumn("[bold]report[/bold] {task.description:<26}"), BarColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:

@@ -26,7 +26,7 @@ from specsim.cli._format import (
     print_json,
     print_rows_table,
 )
-from specsim.cli._options import CostModel, Fmt, with_cost_model
+from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 
@@ -72,6 +72,7 @@ def simulate(
                                                            "dask | ray (installed separately)")] = "loky",
     timeseries: Annotated[Path | None, typer.Option("--timeseries", help="write batch, queue and KV over time "
                                                                          "to this CSV")] = None,
+    engine: Engine = None,
     cost_model: CostModel = None,
     fmt: Fmt = "table",
 ) -> None:
@@ -94,7 +95,7 @@ def simulate(
     rates = parse_float_list(sweep_rates, "--sweep-rates") if sweep_rates else None
     pols = _policies(sweep_policies) if sweep_policies else None
     chosen = SpecPolicy.parse(policy) if policy is not None else None
-    s = with_cost_model(load_scenario(scenario), cost_model)  # bad input fails here, before any progress bar or file
+    s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before any progress bar or file
     drafts = None
     if sweep_drafts:
         drafts = ([d.label for d in s.drafts if d.method != "none"] if sweep_drafts.strip() == "all"

@@ -158,7 +158,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         acceptance[dr.label] = entry
     return {
         "scenario": s.name, "hardware": s.hardware.name, "model": s.model.name, "tp": s.tp,
-        "cost_model": cost_model_label(s.hardware),
+        "engine": s.engine.name, "cost_model": cost_model_label(s.hardware),
         "objective": s.objective, "recommendation": recommendation(plan), "method": plan.method,
         "draft": plan.draft_label, "gain": plan.gain, "per_draft_gain": plan.per_draft_gain,
         "buckets": buckets, "policy": plan.policy, "crossover_batch": plan.crossover,
@@ -175,7 +175,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
 def plan_markdown(plan: Plan) -> str:
     """A Markdown view of a plan for pasting into a design doc."""
     data = plan_dict(plan)
-    lines = [f"### {data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']}", "",
+    lines = [f"### {data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} ({data['engine']})", "",
              f"**{data['recommendation']}**", "",
              "| bucket | batch | context | draft | k | tree | tokens/step | step ms | baseline ms | speedup | tok/s "
              "| ms/token |",

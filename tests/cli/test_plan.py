@@ -35,3 +35,25 @@ def test_table_cost_model_changes_the_priced_step(capsys) -> None:
     code, out, _ = run(capsys, "plan", SCENARIO, "--cost-model", "table", "-f", "json")
     plan = json.loads(out)
     assert code == 0 and "table" in plan["cost_model"].lower()
+
+
+def test_engine_flag_overrides_the_scenarios_engine(capsys) -> None:
+    """`plan -e sglang` prices the step as SGLang does: the same as a scenario that says engine: sglang."""
+    code, out, _ = run(capsys, "plan", SCENARIO, "-e", "sglang", "-f", "json")
+    flagged = json.loads(out)
+    code2, out2, _ = run(capsys, "plan", SCENARIO, "-f", "json")
+    default = json.loads(out2)
+    assert code == code2 == 0 and flagged["engine"] == "sglang" and default["engine"] == "vllm"
+    assert [b["baseline_step_ms"] for b in flagged["buckets"]] != [b["baseline_step_ms"] for b in default["buckets"]]
+    code, _, err = run(capsys, "plan", SCENARIO, "-e", "tgi")
+    assert code == 2 and "unknown engine 'tgi'" in err
+
+
+def test_engine_flag_equals_the_engine_field(capsys, tmp_path: Path) -> None:
+    text = Path(SCENARIO).read_text()
+    (tmp_path / "s.yaml").write_text(text.replace("hardware: h100-sxm", "engine: sglang\nhardware: h100-sxm", 1))
+    code, out, _ = run(capsys, "plan", str(tmp_path / "s.yaml"), "-f", "json")
+    code2, out2, _ = run(capsys, "plan", SCENARIO, "-e", "sglang", "-f", "json")
+    assert code == code2 == 0
+    a, b = json.loads(out), json.loads(out2)
+    assert [x["step_ms"] for x in a["buckets"]] == pytest.approx([x["step_ms"] for x in b["buckets"]])
