@@ -97,6 +97,7 @@ class EngineProfile:
     allreduce: str  # custom | nccl_graph | nccl
     ngram_fixed_us: float  # host n-gram proposer: fixed cost per step
     ngram_ns_per_context_token: float  # host n-gram proposer: scan cost per context token
+    ngram_empty_drafts: bool  # a request without an n-gram match verifies only its own token (else k + 1)
     sources: dict[str, str] = field(default_factory=dict)
     source_path: str = ""
     #: Eager research loops only: kernel / view / host-tensor ops per cycle as a + b x layers, measured per
@@ -124,7 +125,7 @@ class EngineProfile:
 NUMBERS = ("graph_launch_us", "eager_op_us", "eager_kernels_per_layer", "eager_kernels_extra", "step_host_us",
            "per_seq_host_us", "step_exposed_us", "spec_step_host_us", "spec_per_seq_host_us", "draft_pass_overhead_us",
            "draft_tree_ops", "verify_host_ops", "ngram_fixed_us", "ngram_ns_per_context_token")
-FLAGS = ("cuda_graphs", "graph_padding", "async_scheduling", "spec_sync", "draft_graphs")
+FLAGS = ("cuda_graphs", "graph_padding", "async_scheduling", "spec_sync", "draft_graphs", "ngram_empty_drafts")
 
 
 def engines_dir() -> Path:
@@ -203,7 +204,7 @@ def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
     sources = data.get("sources") or {}
     if not isinstance(sources, dict):
         raise SpecsimError(f"{where}: field 'sources' must map field names to their sources")
-    needed = (*NUMBERS, "graph_sizes", "graph_padding", "allreduce", "draft_loop", "spec_sync")
+    needed = (*NUMBERS, "graph_sizes", "graph_padding", "allreduce", "draft_loop", "spec_sync", "ngram_empty_drafts")
     unsourced = [k for k in needed if not str(sources.get(k, "")).strip()]
     if unsourced:
         raise SpecsimError(f"{where}: every number needs a source; missing sources for {unsourced}")

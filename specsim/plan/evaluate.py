@@ -16,7 +16,7 @@ from specsim.cost.hardware import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
-from specsim.drafts.draft import Draft
+from specsim.drafts.draft import Draft, ngram_drafted_tokens
 from specsim.engines.passes import US, eager_cycle_host_s, gpu_only, pass_time_s, step_time_s
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.plan.memory import Memory
@@ -91,7 +91,9 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     run_e = gpu_only(e) if loop else e  # eager loops: kernels here, the host side per cycle below
     verify = pass_time_s(run_e, *run, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
     draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
-    device = draft + verify + overhead_time_s(t, b, kk) + e.verify_host_ops * e.eager_op_us * US
+    # the rejection sampler reads the tokens actually drafted (an n-gram request without a match drafts none)
+    drafted = np.where(plain, 0.0, q - 1.0) if d.method == "ngram" else kk
+    device = draft + verify + overhead_time_s(t, b, drafted) + e.verify_host_ops * e.eager_op_us * US
     if loop:
         # an eager loop's cycle: the slower of its kernels and its host dispatch (measured op counts)
         device = np.maximum(device, eager_cycle_host_s(e, d.method, m, np.maximum(kk, 1.0), d.model))
@@ -107,8 +109,16 @@ def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len
                 extra_overhead_s: float = 0.0) -> StepMetrics:
     """The step economics (plan/step.py) of draft d for arrays of k, batch, context and tokens per step.
 
+    An n-gram draft on an engine that skips requests without a match (`ngram_empty_drafts`, vLLM V1)
+    verifies 1 + the tokens actually drafted per sequence (`drafts.draft.ngram_drafted_tokens`, from the
+    tokens per step), not k + 1.
+
     Tokens per step may be NaN where acceptance is unknown (k past a measured profile): the derived
     figures are then NaN too, never extrapolated."""
+    if d.method == "ngram" and t.engine.ngram_empty_drafts:
+        # engines that verify only what the n-gram proposer found (vLLM V1): B x (1 + drafted) tokens (an
+        # n-gram draft is a chain: a given verify_tokens_per_seq can only be its k + 1, which this refines)
+        verify_tokens_per_seq = 1.0 + ngram_drafted_tokens(k, tokens_per_step)
     times = step_times(t, d, k, batch, context_len, verify_tokens_per_seq)
     # Fields keep their own (broadcast-compatible) shapes: a sweep's step times are [k, batch, context]
     # while tokens per step carry the alpha axis; derived figures broadcast when asked for.

@@ -101,3 +101,20 @@ def test_sglang_speculative_step_runs_without_overlap_but_its_plain_step_overlap
     assert plain == pytest.approx(10e-3 + s.step_exposed_us * 1e-6)
     host = (s.step_host_us + s.per_seq_host_us * 4 + s.spec_step_host_us + s.spec_per_seq_host_us * 4) * 1e-6
     assert spec == pytest.approx(10e-3 + host)
+
+
+def test_an_ngram_request_without_a_match_verifies_only_its_own_token() -> None:
+    """vLLM V1 (ngram_proposer.py returns [] without a match): the verify pass of B sequences holds
+    B x (1 + drafted) tokens, drafted from the tokens per step; TensorRT-LLM verifies B x (k + 1) always."""
+    from specsim.drafts.build import make_draft
+    from specsim.drafts.draft import ngram_drafted_tokens
+    from specsim.plan.evaluate import Target, step_arrays
+
+    hw, m = load_hardware("h100-sxm"), load_model("llama-3.1-8b")
+    d = make_draft({"method": "ngram"}, m, "draft")
+    b, ctx, tau = 128.0, 1024.0, 1.44
+    for name, q in (("vllm", 1.0 + float(ngram_drafted_tokens(3, tau))), ("trtllm", 4.0)):
+        e = load_engine(name)
+        got = step_arrays(Target(hw, m, engine=e), d, 3.0, b, ctx, tau).verify_time_s
+        assert float(np.asarray(got)) == pytest.approx(float(pass_time_s(e, hw, m, b, q, ctx)))
+    assert load_engine("vllm").ngram_empty_drafts and not load_engine("trtllm").ngram_empty_drafts
