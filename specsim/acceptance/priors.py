@@ -617,6 +617,15 @@ def _make_entry(e: Mapping[str, Any], models: Mapping[str, DecayModel]) -> Prior
         shape = Shape(shape.kind, shape.depth + 1, assumed=f"{shape.assumed.split('; depth raised')[0]}; depth "
                       f"raised to hold tau {tau:g}")
     cond = _conditional_of(e)
+    cov = e.get("proposal_coverage") or {}
+    step_tau = _num(cov.get("seq_normalized_tau"))
+    if cond and step_tau is not None and tau is not None and tau > 1.0:
+        # Rates measured per *proposed* draft, where a proposer drafts only on a match (vLLM V1's n-gram
+        # proposer returns [] otherwise): per step the first position is reached on the share of steps
+        # that draft, m = (tau_step - 1) / (tau_proposal - 1); deeper conditionals are unchanged.
+        published["tau_per_proposal"] = tau
+        cond = [cond[0] * (step_tau - 1.0) / (tau - 1.0), *cond[1:]]
+        tau = step_tau
     if cond is None and e.get("conditional_range"):
         cond = [0.5 * (float(a) + float(b)) for a, b in e["conditional_range"]]
         quality += 0.05
@@ -807,8 +816,12 @@ def _cache_key(path: str) -> str:
 
     from specsim import __version__
 
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-    return f"priors-{__version__}-{digest}.pickle"
+    # keyed by the data and by the code that fits it (this module and the chain/tree models it uses), so
+    # that an edited fit never serves a stale catalogue
+    h = hashlib.sha256(Path(path).read_bytes())
+    for module in (__file__, *(str(Path(__file__).with_name(n)) for n in ("chain.py", "trees.py"))):
+        h.update(Path(module).read_bytes())
+    return f"priors-{__version__}-{h.hexdigest()[:16]}.pickle"
 
 
 def _cache_dir() -> Path:
@@ -845,6 +858,9 @@ def _write_cache(key: str, cat: Catalogue) -> None:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+        for old in folder.glob("priors-*.pickle"):  # earlier catalogues or code: never read again
+            if old.name != key:
+                old.unlink(missing_ok=True)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass
 

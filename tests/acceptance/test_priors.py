@@ -264,3 +264,31 @@ def test_published_corpus_acceptance_floors() -> None:
     assert all_in.median_abs <= 0.15 and abs(all_in.median_bias) <= 0.05
     held = summarize(published_holdout(held_out=True))
     assert held.n > 400 and held.median_abs <= 0.15 and abs(held.median_bias) <= 0.05
+
+
+def test_per_proposal_rates_become_per_step_rates_by_the_proposal_coverage() -> None:
+    """vLLM PR #24344 logs n-gram acceptance per *proposed* draft (tau 3.63, cumulative 0.69 .. 0.42)
+    and, separately, per step (tau 1.95: a third of tokens came from steps without a match). The prior
+    must give the per-step figure, with the first position scaled by m = 0.95 / 2.63 (hand calculation)."""
+    from specsim.acceptance.priors import chain_shape, lookup
+
+    m = lookup("ngram", target="llama-3.1-8b", task="code", shape=chain_shape(5),
+               exclude=("vllm-pr24344-ngram-blazedit-k5",))
+    assert m.entry_id == "vllm-pr24344-ngram-instructcoder-k5"
+    assert m.tau_band(chain_shape(5))[1] == pytest.approx(1.95, abs=1e-6)
+    rates = m.profile("central").rates_for(5)
+    assert rates[0] == pytest.approx(0.69 * (1.95 - 1.0) / (3.63 - 1.0), rel=1e-6)
+    assert rates[1] == pytest.approx(0.57 / 0.69, rel=1e-6)  # deeper conditionals unchanged
+
+
+def test_the_disk_cache_key_covers_the_data_and_the_fitting_code(tmp_path) -> None:
+    from specsim.acceptance import priors
+
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("[]\n")
+    b.write_text("[] # edited\n")
+    assert priors._cache_key(str(a)) != priors._cache_key(str(b))
+    assert priors._cache_key(str(a)) == priors._cache_key(str(a))
+    import hashlib
+    data_only = hashlib.sha256(a.read_bytes()).hexdigest()[:16]
+    assert data_only not in priors._cache_key(str(a))  # the fitting code is hashed in too
