@@ -60,6 +60,11 @@ def source_keys(source: str) -> tuple[str, ...]:
     return tuple(sorted(keys))
 
 
+def source_excluder(source: str) -> Any:
+    """A lookup `exclude` that leaves out every catalogue entry from this source (``source_keys``)."""
+    return _excluder(source_keys(source))
+
+
 def _excluder(keys: Sequence[str]) -> Any:
     low = [k.lower() for k in keys]
 

@@ -14,14 +14,15 @@ from specsim.errors import SpecsimError
 
 
 def make_draft(spec: str | dict[str, Any], target: ModelSpec, where: str = "draft", task: str | None = None,
-               temperature: float | None = None) -> Draft:
+               temperature: float | None = None, held_out_source: str | None = None) -> Draft:
     """A Draft from a method name, a catalogue model name (a draft model), or a mapping
     {method, name, model, draft_tp, draft_vocab, topk, num_draft_tokens, window, guesses, draft_layers,
     checkpoint, task, temperature, trees, acceptance: {alpha | alphas | mean_length + k}}.
 
     Without an acceptance the draft gets its sourced prior (``acceptance.priors.lookup``) for this
     target, draft model or head checkpoint, task and temperature (the mapping's, else the
-    scenario's ``task`` / ``temperature`` passed here), with its band and note."""
+    scenario's ``task`` / ``temperature`` passed here), with its band and note; ``held_out_source``
+    leaves one source's entries out of that lookup (validating against that source)."""
     data: dict[str, Any] = {"method": spec} if isinstance(spec, str) else dict(spec)
     given = str(data.pop("method", "") or "")
     method = given.lower().replace("-", "_")
@@ -64,7 +65,7 @@ def make_draft(spec: str | dict[str, Any], target: ModelSpec, where: str = "draf
             profile = AcceptanceProfile.from_alpha(0.0)
         else:
             prior = prior_match(method, target, model if method == "draft_model" else checkpoint,
-                                task_of_dataset(str(task)) if task else None, temperature)
+                                task_of_dataset(str(task)) if task else None, temperature, held_out_source)
             profile = prior.profile("central")
     elif isinstance(acc, int | float) and not isinstance(acc, bool):
         profile = AcceptanceProfile.from_alpha(float(acc))

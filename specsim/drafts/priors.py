@@ -17,10 +17,16 @@ REFERENCE_K = {"mtp": 3, "eagle3": 4, "eagle": 4, "eagle2": 4, "medusa": 4, "dra
 
 
 def prior_match(method: str, target: Any, draft: Any = None, task: str | None = None,
-                temperature: float | None = None) -> PriorMatch:
-    """The prior for a draft method on a target (``draft``: the draft model, or a head's checkpoint name)."""
+                temperature: float | None = None, held_out_source: str | None = None) -> PriorMatch:
+    """The prior for a draft method on a target (``draft``: the draft model, or a head's checkpoint name);
+    ``held_out_source``: a source whose entries are left out (validation against that source's results)."""
+    exclude: Any = ()
+    if held_out_source:
+        from specsim.acceptance.holdout import source_excluder
+
+        exclude = source_excluder(held_out_source)
     return lookup(method, target=target, draft=draft, task=task, temperature=temperature,
-                  shape=chain_shape(REFERENCE_K.get(method, 4)))
+                  shape=chain_shape(REFERENCE_K.get(method, 4)), exclude=exclude)
 
 
 def prior_profile(method: str, target: Any, draft: Any = None, task: str | None = None,

@@ -2,7 +2,8 @@
 
 `evaluate_grid` takes a table whose columns are named as `specsim evaluate`'s flags (hardware, model,
 tp, engine, draft, k, topk, num_draft_tokens, draft_tp, batch, context, weight_dtype, kv_dtype,
-alpha, acceptance_length, cost_model, and task / temperature / checkpoint for the acceptance prior; blank =
+alpha, acceptance_length, cost_model, and task / temperature / checkpoint for the acceptance prior
+(prior_held_out_source: a source whose prior entries are left out, for validation); blank =
 default; other columns carried through) and adds the step
 economics of every row. Rows sharing a setup (everything but k, batch, context and acceptance) go
 through one `plan.evaluate.step_arrays` call, so 10,000 questions cost a few numpy calls. A row that
@@ -35,12 +36,14 @@ INPUTS: dict[str, Any] = {
     "num_draft_tokens": None, "draft_tp": None, "batch": 1, "context": 1024, "weight_dtype": "bf16",
     "kv_dtype": "bf16", "alpha": None, "acceptance_length": None, "window": None, "guesses": None,
     "check_memory": True, "task": None, "temperature": None, "checkpoint": None, "cost_model": None,
+    "prior_held_out_source": None,
 }
 #: Columns `evaluate_grid` adds.
 OUTPUTS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "baseline_step_ms", "speedup", "throughput_tok_s",
            "ms_per_token", "memory_gib", "memory_capacity_gib", "acceptance_source", "error")
 SETUP = ("hardware", "model", "tp", "engine", "draft", "topk", "num_draft_tokens", "draft_tp", "weight_dtype",
-         "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint", "cost_model")
+         "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint", "cost_model",
+         "prior_held_out_source")
 ALIASES = {"dtype": "weight_dtype", "acceptance-length": "acceptance_length", "tau": "acceptance_length",
            "cost-model": "cost_model"}
 
@@ -91,7 +94,8 @@ def _setup(row: pd.Series, engines: Mapping[str, EngineProfile] | None = None) -
         spec["checkpoint"] = str(row["checkpoint"]).strip()
     task = None if _blank(row["task"]) else str(row["task"]).strip()
     temperature = None if _blank(row["temperature"]) else _float(row["temperature"], "temperature")
-    return t, make_draft(spec, model, "draft", task=task, temperature=temperature)
+    held_out = None if _blank(row["prior_held_out_source"]) else str(row["prior_held_out_source"])
+    return t, make_draft(spec, model, "draft", task=task, temperature=temperature, held_out_source=held_out)
 
 
 def _float(value: Any, name: str) -> float:

@@ -114,6 +114,8 @@ def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str,
     g = grid.copy()
     if mode == "priors":
         g["acceptance_length"] = np.nan
+        # held out: the prior never comes from the row's own source
+        g["prior_held_out_source"] = corpus.set_index("id").loc[g["id"], "source"].to_numpy()
     else:
         g = g[g["acceptance_length"].notna()] if "acceptance_length" in g else g.iloc[:0]
     if g.empty:
@@ -159,6 +161,7 @@ def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame,
         dense = np.arange(int(batches.min()), int(batches.max()) + 1)
         probe = pd.DataFrame([sweep.iloc[0].to_dict()] * len(dense)).assign(batch=dense)
         probe = probe.drop(columns=["acceptance_length"], errors="ignore")
+        probe["prior_held_out_source"] = pub.loc[sweep["id"].iloc[0], "source"]  # held out, as in _priced
         priors = evaluate_grid(probe, engines)
         sp = priors["speedup"].to_numpy(dtype=float)
         # anchored: tokens per step scaled so the lowest batch reproduces the source (speedup is linear in it)

@@ -71,3 +71,17 @@ def test_a_cost_model_column_prices_the_row_as_evaluate_cost_model_does() -> Non
     t = Target(hw, load_model("llama-3.1-8b"), 1, engine=bundled_engine("vllm"))
     m = config_metrics(t, make_draft("eagle3", t.model), 3, 8, 1024)
     assert out["step_ms"][1] == pytest.approx(float(m.step_ms))
+
+
+def test_a_held_out_source_never_supplies_the_prior() -> None:
+    """The prior a row gets, and the same row with that prior's own source held out: another entry."""
+    from specsim.acceptance.priors import load_catalogue
+
+    base = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "k": 3, "batch": 1}
+    first = evaluate_grid(pd.DataFrame([base]))
+    entry_id = first["acceptance_source"][0].split()[1]
+    source = next(e.source for e in load_catalogue().entries if e.id == entry_id)
+    held = evaluate_grid(pd.DataFrame([{**base, "prior_held_out_source": source}]))
+    assert held["error"][0] == "" and entry_id not in held["acceptance_source"][0]
+    other = held["acceptance_source"][0].split()[1]
+    assert next(e.source for e in load_catalogue().entries if e.id == other) != source
