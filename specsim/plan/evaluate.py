@@ -89,7 +89,7 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     q = np.where(plain, 1.0, q)
     loop = e.eager_loop is not None and d.method in e.eager_loop.methods
     run_e = gpu_only(e) if loop else e  # eager loops: kernels here, the host side per cycle below
-    verify = pass_time_s(run_e, *run, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    verify = _verify_time_s(run_e, t, b, q, ctx)
     draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
     # the rejection sampler reads the tokens actually drafted (an n-gram request without a match drafts none)
     drafted = np.where(plain, 0.0, q - 1.0) if d.method == "ngram" else kk
@@ -102,6 +102,27 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     verify = np.where(plain, base_pass, verify)
     over = np.where(plain, base - base_pass, step - draft - verify)
     return StepTimes(draft, verify, over, np.broadcast_to(base, np.shape(verify)))
+
+
+def _verify_time_s(e: EngineProfile, t: Target, b: Array, q: Array, ctx: Array) -> Array:
+    """The verification pass of B sequences x q tokens. A fractional q (a mean over sequences that verify
+    different counts: vLLM's n-gram batch mixes 1 and k + 1) is priced linearly between the neighbouring
+    whole counts, each pass evaluated once per whole count rather than once per acceptance value."""
+    args = (t.hardware, t.model)
+    lo = np.floor(q)
+    if np.all(lo == q):
+        return pass_time_s(e, *args, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    whole = np.unique(np.concatenate([lo.ravel(), lo.ravel() + 1.0]))
+    out_shape = np.broadcast_shapes(q.shape, b.shape, ctx.shape)
+    nd = len(out_shape)
+    b_, ctx_ = (x.reshape((1,) * (nd - x.ndim) + x.shape) for x in (b, ctx))
+    grid = pass_time_s(e, *args, b_[None], whole.reshape((-1,) + (1,) * nd), ctx_[None], t.tp, t.weight_dtype,
+                       t.kv_dtype)
+    full = np.broadcast_to(grid, (whole.size, *out_shape))
+    i = np.broadcast_to(np.searchsorted(whole, lo), out_shape)[None]
+    v_lo = np.take_along_axis(full, i, axis=0)[0]
+    v_hi = np.take_along_axis(full, i + 1, axis=0)[0]
+    return v_lo + np.broadcast_to(q - lo, out_shape) * (v_hi - v_lo)
 
 
 def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,
