@@ -29,6 +29,10 @@ def run_grid(path: Path, output: Path | None, fmt: str) -> int:
         raise SpecsimError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     if frame.empty:
         raise SpecsimError(f"{path}: no rows")
+    missing = [c for c in ("hardware", "model") if c not in frame.columns]
+    if missing:  # every row needs them: a file without the column is the wrong file, not a bad row
+        raise SpecsimError(f"{path}: missing column(s) {missing} (columns are named as evaluate's flags: "
+                           "hardware, model, tp, engine, draft, k, batch, context, ...)")
     out = evaluate_grid(frame)
     failed = int((out["error"] != "").sum())
     if output is not None:

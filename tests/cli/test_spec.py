@@ -160,3 +160,22 @@ def test_validate_exits_1_when_a_check_fails(capsys, monkeypatch) -> None:
     monkeypatch.setattr(v, "run_validation", lambda **kwargs: [bad])
     code, out, _ = run(capsys, "validate")
     assert code == 1 and "0/1 checks passed" in out
+
+
+def test_evaluate_grid_writes_answers_and_refuses_a_file_without_the_needed_columns(capsys, tmp_path: Path) -> None:
+    grid = tmp_path / "g.csv"
+    grid.write_text("hardware,model,draft,k,batch,note\nh100-sxm,llama-3.1-8b,eagle3,3,4,a\n"
+                    "h100-sxm,llama-3.1-8b,eagle3,3,0,bad batch\n")
+    out = tmp_path / "out.csv"
+    code, _, err = run(capsys, "evaluate", "--grid", str(grid), "-o", str(out))
+    import pandas as pd
+
+    df = pd.read_csv(out, keep_default_na=False)
+    assert code == 2 and "1 of 2 row(s)" in err  # a bad row: its reason in `error`, the others answered
+    assert list(df["note"]) == ["a", "bad batch"] and df["error"][0] == "" and "batch" in df["error"][1]
+    assert float(df["speedup"][0]) > 1.0
+    wrong = tmp_path / "w.csv"
+    wrong.write_text("model,draft\nllama-3.1-8b,eagle3\n")
+    out2 = tmp_path / "out2.csv"
+    code, _, err = run(capsys, "evaluate", "--grid", str(wrong), "-o", str(out2))
+    assert code == 2 and "missing column(s) ['hardware']" in err and not out2.exists()
