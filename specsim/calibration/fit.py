@@ -59,6 +59,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "attention_cta_overlap": (1.0, 20.0),
     "attention_split_us": (0.0, 50.0),
     "attention_split_bw_loss": (0.0, 0.9),
+    "attention_cta_gb_per_s": (1.0, 5000.0),
     "moe_compute": (0.05, 1.0),
     "moe_overhead_us": (0.0, 1000.0),
     "moe_permute_tb_per_s": (0.05, 50.0),
@@ -69,7 +70,8 @@ GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness"
                "power_throttle", "throttle_tau_ms", "swap_tile_efficiency", "splitk_overhead_us", "l2_resident_frac",
                "l2_stream_tb_per_s", "fp8_compute", "dequant_tera_per_s")
 ATTENTION_PARAMS = ("attention_compute", "attention_memory", "attention_overhead_us", "attention_cta_us",
-                    "attention_cta_overlap", "attention_split_us", "attention_split_bw_loss")
+                    "attention_cta_overlap", "attention_split_us", "attention_split_bw_loss",
+                    "attention_cta_gb_per_s")
 MOE_PARAMS = ("moe_compute", "moe_overhead_us", "moe_permute_tb_per_s", "moe_expert_us")
 # Which parameters each op's rows can determine. Attention and MoE rows determine only their own
 # parameters: their kernels share the GEMM's tile model, fitted on GEMM rows (calibrate GEMMs first).

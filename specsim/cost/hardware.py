@@ -18,7 +18,12 @@ from specsim.files import positive, read_mapping, require
 
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
-                  "efficiency", "provenance", "cost_model"}
+                  "efficiency", "provenance", "cost_model", "attention_kernel"}
+#: Decode-attention kernel families (roofline.attention_num_splits): how the engine's kernel on this
+#: GPU splits the KV cache across CTAs. "fa2": FlashAttention-2 (vLLM's FLASH_ATTN backend on sm8x,
+#: Ampere and Ada): KV split only for GQA decode (seqlenq_ngroups_swapped), 2 CTAs of 128 threads per
+#: SM; "fa3": FlashAttention-3 / FlashInfer-style split-KV for every head layout, 1 CTA per SM.
+ATTENTION_KERNELS = ("fa2", "fa3")
 COST_MODELS = ("roofline", "table")
 
 
@@ -64,6 +69,7 @@ class Efficiency:
     attention_cta_overlap: float = 1.0  # p-norm joining the work units' cost with streaming (1 = in series)
     attention_split_us: float = 2.0  # the split-KV combine kernel's cost (flash-decoding at small batch)
     attention_split_bw_loss: float = 0.1  # share of HBM bandwidth lost when few work units are split over the SMs
+    attention_cta_gb_per_s: float = 1000.0  # KV one attention CTA streams alone (Little's law), GB/s
     moe_compute: float = 0.78  # fused-MoE grouped GEMM tile rate relative to a dense GEMM's
     moe_overhead_us: float = 20.0  # fixed cost of a fused MoE layer (routing, token sort/align, activation)
     moe_permute_tb_per_s: float = 2.7  # rate of gathering each token's hidden state for its experts
@@ -95,6 +101,7 @@ class Efficiency:
         "attention_cta_overlap",
         "attention_split_us",
         "attention_split_bw_loss",
+        "attention_cta_gb_per_s",
         "moe_compute",
         "moe_overhead_us",
         "moe_permute_tb_per_s",
@@ -151,6 +158,8 @@ class HardwareProfile:
     #: bytes; profiles state it in GiB (`memory_gib`); without it, the datasheet GB read as GiB.
     total_memory_bytes: float = 0.0
     cost_model: CostModelChoice = field(default_factory=CostModelChoice)
+    #: The decode-attention kernel family the engine runs on this GPU (ATTENTION_KERNELS).
+    attention_kernel: str = "fa3"
 
     def __post_init__(self) -> None:
         if not self.total_memory_bytes:
@@ -207,6 +216,7 @@ class HardwareProfile:
                    if self.interconnect.allreduce_by_implementation else {}),
             },
             "launch_overhead_us": self.launch_overhead_s * 1e6,
+            **({"attention_kernel": self.attention_kernel} if self.attention_kernel != "fa3" else {}),
             "efficiency": eff,
             "provenance": self.provenance,
             **({"cost_model": dataclasses.asdict(self.cost_model)} if self.cost_model != CostModelChoice() else {}),
@@ -407,4 +417,11 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         provenance=_mapping(data, "provenance", where),
         source_path=where,
         cost_model=_cost_model(data.get("cost_model"), where),
+        attention_kernel=_attention_kernel(data.get("attention_kernel", "fa3"), where),
     )
+
+
+def _attention_kernel(raw: Any, where: str) -> str:
+    if raw not in ATTENTION_KERNELS:
+        raise SpecsimError(f"{where}: attention_kernel must be one of {', '.join(ATTENTION_KERNELS)}, got {raw!r}")
+    return str(raw)

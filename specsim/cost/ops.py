@@ -21,7 +21,7 @@ from specsim.cost.costmodel import CostModel, cost_model
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, compute_dtype, kv_bytes, weight_bytes
 from specsim.cost.hardware import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
 from specsim.cost.model import ModelSpec
-from specsim.cost.roofline import Array, attention_splits_kv, distinct_experts, moe_routing_bytes
+from specsim.cost.roofline import Array, attention_num_splits, distinct_experts, moe_routing_bytes
 from specsim.errors import SpecsimError
 
 __all__ = ["ACT_BYTES", "Op", "PassShape", "head_ops", "layer_ops", "make_shape"]
@@ -177,11 +177,10 @@ def _attention_ops(c: _Ctx, count: int) -> list[Op]:
         o = _gemm(c, "o", t_, h, heads * hd, count=count)
         dqk = dv = float(hd)
     at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, s.context_len, heads, kvh, dqk, dv, kv_tok)
-    # Split-KV decode (flash-decoding) adds a combine kernel when the (sequence x KV head) work
-    # units do not fill the SMs (roofline.attention_splits_kv).
-    units = s.batch * kvh * np.ceil(s.q_per_seq * heads / kvh / 64.0)
-    split = attention_splits_kv(units, s.context_len, c.hw)
-    attention = Op("attention", "attention", af, ab, at, ac, am, count, np.where(split, 2.0, 1.0))
+    # Split-KV decode (flash-decoding) adds a combine kernel when the GPU's kernel splits the KV
+    # (roofline.attention_num_splits: units that do not fill the SMs; FA2 only for GQA decode).
+    _, splits, _ = attention_num_splits(s.batch, s.q_per_seq, s.context_len, heads, kvh, dqk, c.hw)
+    attention = Op("attention", "attention", af, ab, at, ac, am, count, np.where(splits > 1, 2.0, 1.0))
     write_bytes = t_ * kv_tok * 2.0  # KV-cache write (reshape_and_cache): read the new K/V, write the cache
     kv_write = _op(c, "kv_write", "attention", 0.0 * t_, write_bytes, c.cm.memory_op(write_bytes), 0.0 * t_,
                    c.cm.memory_op(write_bytes, 0.0), count)
