@@ -34,6 +34,7 @@ class Methods:
     methods: dict[str, dict[str, Any]]
     unsupported: dict[str, str]
     engines: dict[str, dict[str, Any]]
+    unpriced_rows: dict[str, str]
 
     def engine_profile(self, engine: str, version: Any, group: str) -> str:
         """The engine profile a row ran on: by its group, then its stated version, then the default."""
@@ -51,7 +52,8 @@ class Methods:
 def methods() -> Methods:
     path = Path(str(resources.files("specsim.validation"))) / "data" / "methods.yaml"
     data = read_mapping(path)
-    return Methods(dict(data["methods"]), dict(data.get("unsupported") or {}), dict(data.get("engines") or {}))
+    return Methods(dict(data["methods"]), dict(data.get("unsupported") or {}), dict(data.get("engines") or {}),
+                   dict(data.get("unpriced_rows") or {}))
 
 
 @lru_cache(maxsize=64)
@@ -99,8 +101,10 @@ def map_row(row: pd.Series) -> tuple[dict[str, Any] | None, str]:
         return None, f"engine '{engine}' is not modelled"
     if not np.isfinite(row["speedup"]):
         return None, "no speedup reported"
-    draft = str(row["draft"]).strip().lower()
     m = methods()
+    if str(row["id"]) in m.unpriced_rows:
+        return None, m.unpriced_rows[str(row["id"])]
+    draft = str(row["draft"]).strip().lower()
     if draft in m.unsupported:
         return None, m.unsupported[draft]
     if draft not in m.methods:

@@ -21,6 +21,16 @@ def test_every_unpriced_row_says_why() -> None:
     assert reasons.str.len().gt(0).all()
 
 
+def test_rows_listed_unpriced_exist_and_are_refused_with_their_reason() -> None:
+    """methods.yaml's unpriced_rows (a load the source does not state) name real corpus rows, each left
+    out with its own reason rather than priced at a default batch."""
+    c, m = load_corpus(), methods()
+    assert m.unpriced_rows and set(m.unpriced_rows) <= set(c["id"])
+    _, reasons = to_grid(c)
+    for row_id, reason in m.unpriced_rows.items():
+        assert reasons[row_id] == reason and "load not stated" in reason
+
+
 def test_method_defaults_and_engine_versions_name_sources() -> None:
     m = methods()
     for name, spec in m.methods.items():
