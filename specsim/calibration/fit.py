@@ -64,6 +64,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "moe_overhead_us": (0.0, 1000.0),
     "moe_permute_tb_per_s": (0.05, 50.0),
     "moe_expert_us": (0.0, 20.0),
+    "moe_memory": (0.3, 1.0),
+    "moe_default_tile_efficiency": (0.1, 1.0),
 }
 GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness", "cta_k_overhead",
                "l2_bw_tb_per_s", "small_tile_efficiency", "streamk_fixup_tiles", "bw_ramp_ctas_frac",
@@ -72,7 +74,8 @@ GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness"
 ATTENTION_PARAMS = ("attention_compute", "attention_memory", "attention_overhead_us", "attention_cta_us",
                     "attention_cta_overlap", "attention_split_us", "attention_split_bw_loss",
                     "attention_cta_gb_per_s")
-MOE_PARAMS = ("moe_compute", "moe_overhead_us", "moe_permute_tb_per_s", "moe_expert_us")
+MOE_PARAMS = ("moe_compute", "moe_overhead_us", "moe_permute_tb_per_s", "moe_expert_us", "moe_memory",
+              "moe_default_tile_efficiency")
 # Which parameters each op's rows can determine. Attention and MoE rows determine only their own
 # parameters: their kernels share the GEMM's tile model, fitted on GEMM rows (calibrate GEMMs first).
 DETERMINES: dict[str, tuple[str, ...]] = {

@@ -60,6 +60,10 @@ class CostModel(Protocol):
 
     def moe_fixed(self, routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike) -> Array: ...
 
+    def moe_gemm(self, tokens: ArrayLike, rows: ArrayLike, active: ArrayLike, n: float, k: float, n_experts: float,
+                 inter: float, dtype: str = "bf16", weight_bytes: float = 2.0, act_bytes: float = 2.0,
+                 ) -> tuple[Array, Array, Array]: ...
+
     def allreduce(self, bytes_: ArrayLike, world_size: ArrayLike, impl: str = "nccl") -> Array: ...
 
     def memory_op(self, bytes_: ArrayLike, kernels: ArrayLike = 1.0) -> Array: ...
@@ -94,6 +98,13 @@ class RooflineCostModel:
     def moe_fixed(self, routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike) -> Array:
         """The fused-MoE layer's time outside its GEMM tiles (roofline.moe_fixed_s)."""
         return rl.moe_fixed_s(routing_bytes, permute_bytes, active_experts, self.hw)
+
+    def moe_gemm(self, tokens: ArrayLike, rows: ArrayLike, active: ArrayLike, n: float, k: float, n_experts: float,
+                 inter: float, dtype: str = "bf16", weight_bytes: float = 2.0, act_bytes: float = 2.0,
+                 ) -> tuple[Array, Array, Array]:
+        """One grouped GEMM of a fused-MoE layer as the GPU's kernel family runs it (roofline.moe_gemm_s):
+        T = `tokens`, `active` experts of `rows` rows each, experts of width `inter`."""
+        return rl.moe_gemm_s(tokens, rows, active, n, k, n_experts, inter, self.hw, dtype, weight_bytes, act_bytes)
 
     def allreduce(self, bytes_: ArrayLike, world_size: ArrayLike, impl: str = "nccl") -> Array:
         return rl.allreduce_time_s(bytes_, world_size, self.hw, impl)
@@ -339,6 +350,12 @@ class TableCostModel:
 
     def moe_fixed(self, routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike) -> Array:
         return self.roofline.moe_fixed(routing_bytes, permute_bytes, active_experts)
+
+    def moe_gemm(self, tokens: ArrayLike, rows: ArrayLike, active: ArrayLike, n: float, k: float, n_experts: float,
+                 inter: float, dtype: str = "bf16", weight_bytes: float = 2.0, act_bytes: float = 2.0,
+                 ) -> tuple[Array, Array, Array]:
+        # the roofline's: the measured MoE tables correct the whole layer (moe_ratio)
+        return self.roofline.moe_gemm(tokens, rows, active, n, k, n_experts, inter, dtype, weight_bytes, act_bytes)
 
     def allreduce(self, bytes_: ArrayLike, world_size: ArrayLike, impl: str = "nccl") -> Array:
         t = self.roofline.allreduce(bytes_, world_size, impl)

@@ -7,6 +7,7 @@ efficiency block says how close real kernels get (see roofline.py for how each f
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -18,12 +19,24 @@ from specsim.files import positive, read_mapping, require
 
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
-                  "efficiency", "provenance", "cost_model", "attention_kernel"}
+                  "efficiency", "provenance", "cost_model", "attention_kernel", "moe_kernel",
+                  "moe_tuned_configs"}
 #: Decode-attention kernel families (roofline.attention_num_splits): how the engine's kernel on this
 #: GPU splits the KV cache across CTAs. "fa2": FlashAttention-2 (vLLM's FLASH_ATTN backend on sm8x,
 #: Ampere and Ada): KV split only for GQA decode (seqlenq_ngroups_swapped), 2 CTAs of 128 threads per
 #: SM; "fa3": FlashAttention-3 / FlashInfer-style split-KV for every head layout, 1 CTA per SM.
 ATTENTION_KERNELS = ("fa2", "fa3")
+#: Fused-MoE kernel families (roofline.moe_gemm_s): how the engine's fused-MoE kernel tiles its grouped
+#: GEMMs on this GPU. "grouped": the fastest of the GEMM tile configurations for every token count, as
+#: an autotuned kernel would (vLLM's tuned Triton configs, TensorRT-LLM's CUTLASS MoE). "triton_sglang":
+#: SGLang's Triton fused_moe with its default config (fused_moe_triton_config.py get_default_config,
+#: bf16/fp16): BLOCK_SIZE_M 16 x N 32 x K 64 while tokens <= experts, else 64 x 64 x 32, every expert's
+#: rows padded to BLOCK_SIZE_M (moe_align_block_size); (experts, N) pairs with a tuned config that SGLang
+#: ships for this GPU (`moe_tuned_configs`) are priced as "grouped".
+MOE_KERNELS = ("grouped", "triton_sglang")
+#: A tuned SGLang fused-MoE config file name: E (experts), N (the per-GPU expert width, w2's last
+#: dimension) and, for a quantised kernel, its dtype (fused_moe_triton_config.get_config_file_name).
+_TUNED_CONFIG = re.compile(r"E=(\d+),N=(\d+),device_name=[^,/]+?(,dtype=[^,/]+?)?(,block_shape=.*)?\.json$")
 COST_MODELS = ("roofline", "table")
 
 
@@ -74,6 +87,14 @@ class Efficiency:
     moe_overhead_us: float = 20.0  # fixed cost of a fused MoE layer (routing, token sort/align, activation)
     moe_permute_tb_per_s: float = 2.7  # rate of gathering each token's hidden state for its experts
     moe_expert_us: float = 0.13  # setup of one active expert's block in a fused MoE kernel (serial)
+    # moe_memory and moe_default_tile_efficiency: "triton_sglang" only (roofline.moe_gemm_s); defaults from
+    # the A100-SXM-80GB fit to SGLang 0.5.10's tables. Fraction of HBM bandwidth at which SGLang's Triton
+    # fused MoE streams the expert weights: its many small (16 x 32) CTAs keep more loads in flight than a
+    # dense GEMM's tiles (A100: ~1.72-1.79 TB/s of 2.04 at tokens <= experts, where dense GEMMs reach 0.73).
+    moe_memory: float = 0.83
+    # Tensor-core rate of the default config's small blocks (64 x 64 x 32 and 16 x 32 x 64, 4 warps)
+    # relative to a tuned fused-MoE tile's (moe_compute): less operand reuse per load, short K steps.
+    moe_default_tile_efficiency: float = 0.54
     source: str = "datasheet defaults"
 
     FITTABLE = (
@@ -106,11 +127,14 @@ class Efficiency:
         "moe_overhead_us",
         "moe_permute_tb_per_s",
         "moe_expert_us",
+        "moe_memory",
+        "moe_default_tile_efficiency",
     )
     NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles", "splitk_overhead_us", "attention_cta_us",
                    "attention_split_bw_loss", "attention_split_us", "moe_overhead_us", "moe_expert_us")
     FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac",
-                 "swap_tile_efficiency", "fp8_compute", "attention_memory", "moe_compute")
+                 "swap_tile_efficiency", "fp8_compute", "attention_memory", "moe_compute", "moe_memory",
+                 "moe_default_tile_efficiency")
 
 
 @dataclass(frozen=True)
@@ -160,10 +184,26 @@ class HardwareProfile:
     cost_model: CostModelChoice = field(default_factory=CostModelChoice)
     #: The decode-attention kernel family the engine runs on this GPU (ATTENTION_KERNELS).
     attention_kernel: str = "fa3"
+    #: The fused-MoE kernel family the engine runs on this GPU (MOE_KERNELS).
+    moe_kernel: str = "grouped"
+    #: "triton_sglang": the tuned config files SGLang ships for this GPU (paths in sgl-project/sglang);
+    #: bf16/fp16 (E, N) pairs in `moe_tuned_shapes`.
+    moe_tuned_configs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.total_memory_bytes:
             object.__setattr__(self, "total_memory_bytes", self.memory_bytes / 1e9 * 2**30)
+
+    @property
+    def moe_tuned_shapes(self) -> frozenset[tuple[float, float]]:
+        """(experts, N) pairs of the 16-bit tuned configs in `moe_tuned_configs` (files without a dtype
+        selector: SGLang's bf16/fp16 kernels; quantised configs name their dtype)."""
+        out = set()
+        for path in self.moe_tuned_configs:
+            m = _TUNED_CONFIG.search(path)
+            if m and not m.group(3):
+                out.add((float(m.group(1)), float(m.group(2))))
+        return frozenset(out)
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype; SpecsimError when the GPU lacks it."""
@@ -217,6 +257,8 @@ class HardwareProfile:
             },
             "launch_overhead_us": self.launch_overhead_s * 1e6,
             **({"attention_kernel": self.attention_kernel} if self.attention_kernel != "fa3" else {}),
+            **({"moe_kernel": self.moe_kernel} if self.moe_kernel != "grouped" else {}),
+            **({"moe_tuned_configs": list(self.moe_tuned_configs)} if self.moe_tuned_configs else {}),
             "efficiency": eff,
             "provenance": self.provenance,
             **({"cost_model": dataclasses.asdict(self.cost_model)} if self.cost_model != CostModelChoice() else {}),
@@ -418,6 +460,9 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         source_path=where,
         cost_model=_cost_model(data.get("cost_model"), where),
         attention_kernel=_attention_kernel(data.get("attention_kernel", "fa3"), where),
+        moe_kernel=_moe_kernel(data.get("moe_kernel", "grouped"), where),
+        moe_tuned_configs=_moe_tuned_configs(data.get("moe_tuned_configs"), data.get("moe_kernel", "grouped"),
+                                             where),
     )
 
 
@@ -425,3 +470,25 @@ def _attention_kernel(raw: Any, where: str) -> str:
     if raw not in ATTENTION_KERNELS:
         raise SpecsimError(f"{where}: attention_kernel must be one of {', '.join(ATTENTION_KERNELS)}, got {raw!r}")
     return str(raw)
+
+
+def _moe_kernel(raw: Any, where: str) -> str:
+    if raw not in MOE_KERNELS:
+        raise SpecsimError(f"{where}: moe_kernel must be one of {', '.join(MOE_KERNELS)}, got {raw!r}")
+    return str(raw)
+
+
+def _moe_tuned_configs(raw: Any, kernel: Any, where: str) -> tuple[str, ...]:
+    """moe_tuned_configs: a list of SGLang tuned-config paths (E=..,N=..,device_name=...json); only with
+    moe_kernel: triton_sglang (another family has no default config to escape)."""
+    if raw is None:
+        return ()
+    if kernel != "triton_sglang":
+        raise SpecsimError(f"{where}: moe_tuned_configs needs moe_kernel: triton_sglang")
+    if not isinstance(raw, list):
+        raise SpecsimError(f"{where}: moe_tuned_configs must be a list of config file paths")
+    for path in raw:
+        if not isinstance(path, str) or not _TUNED_CONFIG.search(path):
+            raise SpecsimError(f"{where}: moe_tuned_configs: {path!r} is not a fused-MoE config file name "
+                               "(E=<experts>,N=<width>,device_name=<GPU>[,dtype=<dtype>].json)")
+    return tuple(raw)

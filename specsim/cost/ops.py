@@ -137,6 +137,18 @@ def _gemm(c: _Ctx, name: str, m: Array, n: float, k: float, groups: ArrayLike = 
     return _op(c, name, family, flops, bytes_, t, comp, mem, count, 2.0 if dtype in ("fp8", "int8") else 1.0)
 
 
+def _moe_gemm(c: _Ctx, name: str, rows: Array, active: Array, n: float, k: float, n_experts: float, inter: float,
+              count: int) -> Op:
+    """One grouped GEMM of a fused-MoE layer over `active` experts of `rows` rows each (per distinct token
+    count), priced as the GPU's fused-MoE kernel runs it (roofline.moe_gemm_s, as moe_time_s does)."""
+    wb = weight_bytes(c.s.weight_dtype)
+    dtype = c.gemm_dtype
+    t, comp, mem = c.cm.moe_gemm(c.tokens, rows, active, n, k, n_experts, inter, dtype, wb, ACT_BYTES)
+    flops = 2.0 * rows * n * k * active
+    bytes_ = active * (n * k * wb + rows * (k + n) * ACT_BYTES)
+    return _op(c, name, "linear", flops, bytes_, t, comp, mem, count, 2.0 if dtype in ("fp8", "int8") else 1.0)
+
+
 def _sum(name: str, parts: list[Op]) -> Op:
     """Several kernels reported as one op (e.g. MLA's four projections as `qkv`)."""
     return Op(name, parts[0].family, _total(p.flops for p in parts), _total(p.bytes_ for p in parts),
@@ -202,11 +214,11 @@ def _mlp_ops(c: _Ctx, moe: bool, count: int) -> list[Op]:
     distinct = distinct_experts(t_, e, k)
     rows = t_ * k / distinct
     inter = model.moe_intermediate / tp
-    scale = c.hw.efficiency.moe_compute  # fused-MoE grouped GEMMs (roofline.moe_time_s)
     act_bytes = moe_routing_bytes(t_, h, inter, k, 1.0, model.gated_mlp, ACT_BYTES)
     fixed = c.cm.moe_fixed(act_bytes, t_ * k * h * ACT_BYTES, distinct)
-    up = _gemm(c, "up", rows, branches * inter, h, groups=distinct, count=count, compute_scale=scale)
-    down = _gemm(c, "down", rows, h, inter, groups=distinct, count=count, compute_scale=scale)
+    # the fused-MoE grouped GEMMs as roofline.moe_time_s prices them (the GPU's MoE kernel family)
+    up = _moe_gemm(c, "up", rows, distinct, branches * inter, h, e, inter, count)
+    down = _moe_gemm(c, "down", rows, distinct, h, inter, e, inter, count)
     # token sort / block alignment, activation and weighted combine (vLLM / SGLang fused_moe)
     routing = _op(c, "moe_routing", "linear", 0.0 * t_, act_bytes, fixed, 0.0 * t_, c.cm.memory_op(act_bytes, 0.0),
                   count, 4.0)

@@ -72,3 +72,37 @@ def test_user_yaml_by_path_and_field_errors(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(SpecsimError, match=r"'mem_bw_tb_per_s' must be (a finite number )?> 0"):
         load_hardware(str(bad))
+
+
+def test_moe_kernel_field(tmp_path: Path) -> None:
+    """moe_kernel: "grouped" unless a profile names SGLang's Triton kernel; moe_tuned_configs lists the tuned
+    config files (E and N read from the SGLang file name; quantised configs name a dtype and are not 16-bit
+    shapes); both survive a round trip through the YAML a fit writes."""
+    from specsim.calibration.fit import write_profile
+    from specsim.cost.hardware import profiles_dir
+
+    assert load_hardware("h100-sxm").moe_kernel == "grouped" and not load_hardware("h100-sxm").moe_tuned_configs
+    a100 = load_hardware("a100-sxm-80gb")
+    assert a100.moe_kernel == "triton_sglang"
+    assert a100.moe_tuned_shapes == {(8.0, float(n)) for n in (1792, 2048, 3584, 4096, 7168)}
+    out = tmp_path / "a100.yaml"
+    write_profile(a100, out)
+    back = load_hardware(str(out))
+    assert back.moe_kernel == a100.moe_kernel and back.moe_tuned_configs == a100.moe_tuned_configs
+    assert back.efficiency.moe_memory == pytest.approx(a100.efficiency.moe_memory)
+    data = yaml.safe_load((profiles_dir() / "a100-sxm-80gb.yaml").read_text())
+    data["moe_tuned_configs"] = ["E=8,N=14336,device_name=NVIDIA_A100-SXM4-80GB,dtype=int8_w8a16.json"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(data))
+    assert load_hardware(str(mine)).moe_tuned_shapes == frozenset()  # int8 weights: not a bf16 shape
+    for key, value, match in (("moe_kernel", "cutlass", "moe_kernel must be one of"),
+                              ("moe_tuned_configs", ["mixtral.json"], "not a fused-MoE config file name")):
+        bad = dict(data, **{key: value})
+        mine.write_text(yaml.safe_dump(bad))
+        with pytest.raises(SpecsimError, match=match):
+            load_hardware(str(mine))
+    data = yaml.safe_load((profiles_dir() / "h100-sxm.yaml").read_text())
+    data["moe_tuned_configs"] = ["E=8,N=3584,device_name=NVIDIA_H100_80GB_HBM3.json"]
+    mine.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecsimError, match="needs moe_kernel: triton_sglang"):
+        load_hardware(str(mine))

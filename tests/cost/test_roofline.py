@@ -182,3 +182,51 @@ def test_fa2_mha_decode_streams_per_cta() -> None:
     assert one == pytest.approx(3.02e-3, rel=0.2) and eight == pytest.approx(one, rel=0.05)
     gqa = float(rl.attention_time_s(1, 1, 131072, 8, 1, 128, 128, 512, a100, buffer_sets=1)[0])
     assert gqa < one / 5
+
+
+def test_sglang_default_config_blocks() -> None:
+    """SGLang's get_default_config (fused_moe_triton_config.py) for bf16: BLOCK_SIZE_M x N x K = 16 x 32 x 64
+    while M (tokens) <= E (the rank's experts), 64 x 64 x 32 above."""
+    bm, bn, bk = rl.sglang_default_blocks([1, 256, 257, 4096], 256)
+    assert bm.tolist() == [16, 16, 64, 64] and bn.tolist() == [32, 32, 64, 64] and bk.tolist() == [64, 64, 32, 32]
+    assert rl.sglang_default_blocks(128, 256 / 2)[0].item() == 16  # ep = 2: 128 local experts
+
+
+def test_triton_moe_block_padding_by_hand() -> None:
+    """Hand calculation on an A100 (108 SMs): 256 experts of 10 rows each, gate+up (n 4096, k 7168) at
+    64 x 64 x 32 blocks. moe_align_block_size pads each expert's 10 rows to one 64-row block, so the
+    grid is 256 x 1 x 4096/64 = 16384 CTAs, ceil(16384 / 108) = 152 waves, each CTA 2 x 64 x 64 x 7168
+    FLOPs at the per-SM rate 312e12 x gemm_compute x moe_compute x moe_default_tile_efficiency / 108.
+    Any row count up to 64 costs the same MMAs; 65 rows take a second block (twice the waves)."""
+    a100 = load_hardware("a100-sxm-80gb")
+    eff = a100.efficiency
+    per_sm = 312e12 * eff.gemm_compute * eff.moe_compute * eff.moe_default_tile_efficiency / 108
+    by_hand = 152 * 2 * 64 * 64 * 7168 / per_sm
+    compute = rl.triton_moe_gemm_s([10, 64, 65], 256, 4096, 7168, 64, 64, 32, a100)[1]
+    assert compute[0] == pytest.approx(by_hand) and compute[1] == pytest.approx(by_hand)
+    assert compute[2] == pytest.approx(2 * by_hand)  # 2 x 16384 CTAs = 304 waves, not 303.4
+    # the bytes are not padded: weights 256 x 4096 x 7168 x 2 B plus 10 rows in (7168) and out (4096)
+    mem = rl.triton_moe_gemm_s(10, 256, 4096, 7168, 64, 64, 32, a100)[2]
+    streamed = 256 * (4096 * 7168 * 2 + 10 * (7168 + 4096) * 2)
+    assert mem == pytest.approx(streamed / (a100.mem_bw_bytes_per_s * eff.moe_memory))
+
+
+def test_sglang_moe_switches_config_above_e_tokens_unless_tuned() -> None:
+    """NVIDIA's A100 SGLang 0.5.10 tables (aiconfigurator-core 0.12.0, balanced routing): hidden 7168,
+    width 2048, 256 experts, top-8 steps from 13.1 ms at 256 tokens to 19.6 ms at 320 (16 x 32 blocks
+    streaming the weights -> 64-row padded blocks); Mixtral's 8 experts of width 3584 (a tuned config
+    ships) do not step (0.428 -> 0.433 ms), width 14336 (none ships) does (1.64 -> 2.40 ms). H100's
+    "grouped" kernel family has no such step."""
+    a100, h100 = load_hardware("a100-sxm-80gb"), load_hardware("h100-sxm")
+    assert a100.moe_kernel == "triton_sglang" and h100.moe_kernel == "grouped"
+    assert (8.0, 3584.0) in a100.moe_tuned_shapes and (8.0, 14336.0) not in a100.moe_tuned_shapes
+
+    def step(hw, tokens, h, n, e, k):
+        t = rl.moe_time_s(np.array(tokens), h, n, e, k, hw, balanced=True, buffer_sets=1.0)[0]
+        return t[1] / t[0], t
+
+    ratio, t = step(a100, [256, 320], 7168, 2048, 256, 8)
+    assert ratio > 1.15 and t[0] == pytest.approx(13.1e-3, rel=0.15) and t[1] == pytest.approx(19.6e-3, rel=0.2)
+    assert step(a100, [8, 16], 4096, 3584, 8, 2)[0] < 1.05
+    assert step(a100, [8, 16], 4096, 14336, 8, 2)[0] > 1.15
+    assert step(h100, [256, 320], 7168, 2048, 256, 8)[0] < 1.15
