@@ -13,7 +13,7 @@ from specsim.report.sections.memory import memory_section
 from specsim.report.sections.plan import header, plan_section
 from specsim.report.sections.policy import policy_section, rate_model
 from specsim.report.sections.provenance import provenance_section
-from specsim.report.sections.sensitivity import sensitivity_section
+from specsim.report.sections.sensitivity import Sensitivity, sensitivity_section
 from specsim.report.sections.serving import serving_section
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
@@ -27,18 +27,27 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
     """The report's context and its sections, in order; ``progress(step)`` is called before each step."""
     tick = progress or (lambda _step: None)
     tick(STEPS[0])
-    c = make_ctx(s)
-    rm = rate_model(c) if s.arrival is not None else None
-    sections = [plan_section(c)]
-    for step, fn in ((STEPS[1], verification_section), (STEPS[2], speedup_section), (STEPS[3], heatmap_section)):
-        tick(step)
-        sec = fn(c)
-        if sec is not None:
-            sections.append(sec)
-    tick(STEPS[4])
-    sections.append(policy_section(c, rm))
-    tick(STEPS[5])
-    sections.append(sensitivity_section(c))
+    # Sensitivity's re-plans run in forked workers beside the plan and the other sections: one worker when the
+    # plan itself simulates (objective slo: seconds of work for this process, so one CPU is left), else all.
+    simulates = s.objective == "slo" and s.serving is not None and s.serving.slo is not None and (
+        s.traffic is not None or s.arrival is not None)
+    sens = Sensitivity(s).start(1 if simulates else None)
+    try:
+        c = make_ctx(s)
+        rm = rate_model(c) if s.arrival is not None else None
+        sections = [plan_section(c)]
+        for step, fn in ((STEPS[1], verification_section), (STEPS[2], speedup_section),
+                         (STEPS[3], heatmap_section)):
+            tick(step)
+            sec = fn(c)
+            if sec is not None:
+                sections.append(sec)
+        tick(STEPS[4])
+        sections.append(policy_section(c, rm))
+        tick(STEPS[5])
+        sections.append(sensitivity_section(c, sens))
+    finally:
+        sens.close()
     tick(STEPS[6])
     sections.append(memory_section(c))
     tick(STEPS[7])

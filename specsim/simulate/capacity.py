@@ -15,7 +15,7 @@ from typing import Any
 
 from specsim.errors import SpecsimError
 from specsim.simulate.acceptance import AcceptanceMix
-from specsim.simulate.cost import StepCost, StepTable
+from specsim.simulate.cost import StepCost, StepTable, rows_of
 from specsim.simulate.engine import EngineConfig, SimResult, simulate
 from specsim.simulate.metrics import (
     SLO,
@@ -31,16 +31,14 @@ from specsim.simulate.traffic import Requests
 
 
 def table_for(cost: StepCost, engines: list[EngineConfig], requests: list[Requests]) -> StepTable:
-    """One StepTable covering every engine's batches and k values and every request's context."""
+    """One StepTable holding every engine's (k, batch) rows and every request's context."""
     if isinstance(cost, StepTable):
         return cost
-    ks: set[int] = {0}
-    for e in engines:
-        ks |= set(e.k_by_batch().tolist())
+    rows = rows_of([e.k_by_batch() for e in engines])
     kmax = max(e.policy.max_k for e in engines)
     longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
-    return StepTable.build(cost, max(e.max_num_seqs for e in engines), ks, longest + kmax + 1,
-                           max(e.max_num_batched_tokens for e in engines))
+    return StepTable.build(cost, max(e.max_num_seqs for e in engines), rows, longest + kmax + 1,
+                           max(e.max_num_batched_tokens for e in engines), rows=rows)
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -89,12 +89,16 @@ class StepTable:
     """
 
     def __init__(self, ks: tuple[int, ...], context_grid: FloatArray, decode: FloatArray,
-                 token_grid: FloatArray, prefill: FloatArray) -> None:
+                 token_grid: FloatArray, prefill: FloatArray, filled: npt.NDArray[np.bool_] | None = None) -> None:
         self.ks = ks
         self.context_grid = context_grid
         self.decode = decode  # (len(ks), max_batch + 1, len(context_grid)); batch 0 row unused
         self.token_grid = token_grid
         self.prefill = prefill  # (len(token_grid), len(context_grid))
+        if filled is None:  # every row evaluated
+            filled = np.ones(decode.shape[:2], dtype=np.bool_)
+            filled[:, 0] = False
+        self.filled = filled  # (len(ks), max_batch + 1): which (k, batch) rows hold evaluated costs (NaN elsewhere)
         self._k_index = {k: i for i, k in enumerate(ks)}
         self._ctx_list: list[float] = context_grid.tolist()
         self._tok_list: list[float] = token_grid.tolist()
@@ -106,34 +110,62 @@ class StepTable:
 
     @classmethod
     def build(cls, cost: StepCost, max_batch: int, ks: Iterable[int], max_context: float,
-              max_prefill_tokens: int, context_ratio: float = 1.04, token_ratio: float = 1.04) -> StepTable:
+              max_prefill_tokens: int, context_ratio: float = 1.04, token_ratio: float = 1.04,
+              rows: Mapping[int, Iterable[int]] | None = None) -> StepTable:
         """Evaluate `cost` on the grid: batch 1..max_batch, each k in ks, contexts 0..max_context
-        (geometric, spacing <= context_ratio), prefill tokens 0..max_prefill_tokens (spacing <= token_ratio)."""
+        (geometric, spacing <= context_ratio), prefill tokens 0..max_prefill_tokens (spacing <= token_ratio).
+
+        `rows` ({k: batches}) evaluates only those decode rows (others are NaN and refused by lookups): a
+        policy runs one k per batch, so a table for a few policies needs a fraction of the k x batch grid.
+        Each point's value is the same whichever rows are evaluated (the cost is elementwise)."""
         if max_batch < 1:
             raise SpecsimError(f"step table: max_batch must be >= 1, got {max_batch}")
-        k_values = tuple(sorted({int(k) for k in ks} | {0}))
+        k_values = tuple(sorted({int(k) for k in ks} | {0} | ({int(k) for k in rows} if rows else set())))
         if k_values[0] < 0:
             raise SpecsimError(f"step table: k must be >= 0, got {k_values[0]}")
         ctx = geometric_grid(max(max_context, 2.0), context_ratio)
         tok = geometric_grid(max(max_prefill_tokens, 2), token_ratio)
-        b = np.arange(max_batch + 1, dtype=np.float64)
-        kk = np.asarray(k_values, dtype=np.float64)
-        # one k at a time: the same values, but the cost model's temporaries stay small (3-4x faster for the
-        # planner's step arithmetic, whose GEMM configurations broadcast over every point)
-        dec = np.stack([np.broadcast_to(np.asarray(cost.decode_s(np.maximum(b, 1.0)[:, None], ctx[None, :],
-                                                                 np.full(1, k)[:, None]), dtype=np.float64),
-                                        (max_batch + 1, len(ctx))) for k in kk])
-        dec[:, 0, :] = 0.0
+        dec = np.full((len(k_values), max_batch + 1, len(ctx)), np.nan)
+        dec[:, 0, :] = 0.0  # batch 0: no decode step
+        filled = np.zeros(dec.shape[:2], dtype=np.bool_)
+        wanted = _wanted_rows(k_values, max_batch, rows)
+        _fill_decode(cost, dec, filled, k_values, ctx, wanted)
         pre = np.asarray(cost.prefill_s(tok[:, None], ctx[None, :]), dtype=np.float64)
         pre = np.broadcast_to(pre, (len(tok), len(ctx))).copy()
         pre[0, :] = 0.0  # no prompt tokens: no prefill pass
-        if not (np.isfinite(dec).all() and np.isfinite(pre).all()) or dec.min() < 0 or pre.min() < 0:
+        if not np.isfinite(pre).all() or pre.min() < 0:
             raise SpecsimError("step table: the step cost returned a negative or non-finite time")
-        return cls(k_values, ctx, dec, tok, pre)
+        return cls(k_values, ctx, dec, tok, pre, filled)
+
+    def with_rows(self, cost: StepCost, rows: Mapping[int, Iterable[int]]) -> StepTable:
+        """This table with the given decode rows ({k: batches}) evaluated too (same grids; `cost` must be the
+        cost the table was built from); itself when it already holds them."""
+        if self.covers_rows(rows):
+            return self
+        k_values = tuple(sorted(set(self.ks) | {int(k) for k in rows}))
+        idx = [k_values.index(k) for k in self.ks]
+        dec = np.full((len(k_values), *self.decode.shape[1:]), np.nan)
+        dec[:, 0, :] = 0.0
+        filled = np.zeros(dec.shape[:2], dtype=np.bool_)
+        dec[idx], filled[idx] = self.decode, self.filled
+        wanted = {k: [b for b in bs if not filled[k_values.index(k), b]]
+                  for k, bs in _wanted_rows(k_values, self.max_batch, rows).items()}
+        _fill_decode(cost, dec, filled, k_values, self.context_grid, wanted)
+        return StepTable(k_values, self.context_grid, dec, self.token_grid, self.prefill, filled)
 
     def covers(self, max_batch: int, ks: Iterable[int]) -> bool:
         """Whether the table holds every batch up to max_batch at every k in ks."""
-        return max_batch <= self.max_batch and all(int(k) in self._k_index for k in ks)
+        return max_batch <= self.max_batch and all(
+            int(k) in self._k_index and bool(self.filled[self._k_index[int(k)], 1:max_batch + 1].all()) for k in ks)
+
+    def covers_rows(self, rows: Mapping[int, Iterable[int]]) -> bool:
+        """Whether the table holds these decode rows ({k: batches})."""
+        for k, bs in rows.items():
+            i = self._k_index.get(int(k))
+            b = np.fromiter((int(x) for x in bs), dtype=np.intp)
+            if b.size and (i is None or b.min() < 1 or b.max() > self.max_batch or not self.filled[i, b].all()):
+                return False
+        return True
 
     # Vectorised StepCost interface.
     def decode_s(self, batch: np.ndarray, mean_context: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -146,6 +178,8 @@ class StepTable:
         ki = np.searchsorted(ks, k_arr)
         if ki.size and (ki.max() >= len(ks) or not np.array_equal(ks[ki], k_arr)):
             raise SpecsimError(f"step table: k must be one of {list(self.ks)}")
+        if ki.size and not self.filled[ki, b_int].all():
+            raise SpecsimError("step table: a (k, batch) row asked for was not evaluated (see StepTable.build rows)")
         j, f = _locate(self.context_grid, c_arr)
         lo = self.decode[ki, b_int, j]
         hi = self.decode[ki, b_int, j + 1]
@@ -166,7 +200,10 @@ class StepTable:
         """Row b: decode times over the context grid at batch b and k = k_by_batch[b] (row 0 empty)."""
         rows: list[list[float]] = [[]]
         for b in range(1, len(k_by_batch)):
-            rows.append(self.decode[self._k_index[int(k_by_batch[b])], b].tolist())
+            i = self._k_index[int(k_by_batch[b])]
+            if not self.filled[i, b]:
+                raise SpecsimError(f"step table: batch {b} at k = {int(k_by_batch[b])} was not evaluated")
+            rows.append(self.decode[i, b].tolist())
         return rows
 
     def context_points(self) -> list[float]:
@@ -186,10 +223,83 @@ class StepTable:
 
     def __getstate__(self) -> dict[str, object]:
         return {"ks": self.ks, "context_grid": self.context_grid, "decode": self.decode,
-                "token_grid": self.token_grid, "prefill": self.prefill}
+                "token_grid": self.token_grid, "prefill": self.prefill, "filled": self.filled}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(**state)  # type: ignore[misc]
+
+
+#: Step tables kept by `cached_table` (the most recently used first): a report tabulates a draft's costs for the
+#: SLO search and again for its serving section, each table 1-2 s of the planner's step arithmetic.
+TABLE_CACHE_SIZE = 8
+_TABLES: list[tuple[StepCost, int, int, StepTable]] = []
+
+
+def cached_table(cost: StepCost, max_batch: int, max_prefill_tokens: int, rows: Mapping[int, Iterable[int]],
+                 max_context: float) -> StepTable:
+    """`StepTable.build(cost, max_batch, rows, max_context, max_prefill_tokens, rows=rows)`, reusing a table
+    built earlier in this process for an equal cost (dataclass equality: the same target and draft) and the same
+    limits: the rows it lacks are evaluated and added, and it is rebuilt larger (keeping its rows) only when
+    `max_context` is past its grid. Every value equals a fresh build's: the grids are the same geometric grids
+    (a longer one extends a shorter one point for point) and each point is evaluated alone."""
+    hit = next((i for i, (c, mb, mp, _) in enumerate(_TABLES)
+                if mb == max_batch and mp == max_prefill_tokens and type(c) is type(cost) and c == cost), None)
+    old = None if hit is None else _TABLES.pop(hit)[3]
+    if old is not None and old.context_grid[-1] >= max_context:
+        table = old.with_rows(cost, rows)
+    else:
+        merged = {int(k): set(bs) for k, bs in rows.items()}
+        if old is not None:
+            for i, k in enumerate(old.ks):
+                merged.setdefault(k, set()).update(np.flatnonzero(old.filled[i]).tolist())
+            max_context = max(max_context, float(old.context_grid[-1]))
+        table = StepTable.build(cost, max_batch, merged, max_context, max_prefill_tokens, rows=merged)
+    _TABLES.insert(0, (cost, max_batch, max_prefill_tokens, table))
+    del _TABLES[TABLE_CACHE_SIZE:]
+    return table
+
+
+def clear_table_cache() -> None:
+    _TABLES.clear()
+
+
+def rows_of(k_by_batch: Iterable[npt.ArrayLike]) -> dict[int, set[int]]:
+    """The decode rows ({k: batches}, batch >= 1) that engines with these k-by-batch tables (index = batch) read."""
+    rows: dict[int, set[int]] = {0: set()}
+    for table in k_by_batch:
+        for b, k in enumerate(np.asarray(table).tolist()[1:], start=1):
+            rows.setdefault(int(k), set()).add(b)
+    return rows
+
+
+def _wanted_rows(ks: tuple[int, ...], max_batch: int, rows: Mapping[int, Iterable[int]] | None
+                 ) -> dict[int, list[int]]:
+    """Batches to evaluate per k: those asked for (within 1..max_batch), or all of them."""
+    if rows is None:
+        return {k: list(range(1, max_batch + 1)) for k in ks}
+    wanted = {k: sorted({int(b) for b in rows.get(k, ())}) for k in ks}
+    for k, bs in wanted.items():
+        if bs and (bs[0] < 1 or bs[-1] > max_batch):
+            raise SpecsimError(f"step table: batches for k = {k} must lie in 1..{max_batch}")
+    return wanted
+
+
+def _fill_decode(cost: StepCost, dec: FloatArray, filled: npt.NDArray[np.bool_], ks: tuple[int, ...],
+                 ctx: FloatArray, wanted: Mapping[int, list[int]]) -> None:
+    """Evaluate decode rows in place: one k at a time, over the wanted batches and the whole context grid (the
+    same values as a full grid; the cost model's temporaries stay small, 3-4x faster for the planner's step
+    arithmetic, whose GEMM configurations broadcast over every point)."""
+    for i, k in enumerate(ks):
+        bs = wanted.get(k, [])
+        if not bs:
+            continue
+        b = np.asarray(bs, dtype=np.float64)
+        vals = np.broadcast_to(np.asarray(cost.decode_s(b[:, None], ctx[None, :], np.full(1, k)[:, None]),
+                                          dtype=np.float64), (len(bs), len(ctx)))
+        if not np.isfinite(vals).all() or vals.min() < 0:
+            raise SpecsimError("step table: the step cost returned a negative or non-finite time")
+        dec[i, bs] = vals
+        filled[i, bs] = True
 
 
 def interpolate_row(row: list[float], grid: list[float], x: float) -> float:

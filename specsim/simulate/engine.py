@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from specsim.errors import SpecsimError
 from specsim.simulate.acceptance import AcceptanceMix, sample_accepted
-from specsim.simulate.cost import StepCost, StepTable, interpolate_row
+from specsim.simulate.cost import StepCost, StepTable, interpolate_row, rows_of
 from specsim.simulate.policy import SpecPolicy
 from specsim.simulate.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
 
@@ -127,13 +127,15 @@ class SimResult:
         }
 
 
-def _table_for(cost: StepCost, engine: EngineConfig, ks: set[int], max_context: float) -> StepTable:
+def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_context: float) -> StepTable:
+    rows = rows_of([k_of_b])
     if isinstance(cost, StepTable):
-        if not cost.covers(engine.max_num_seqs, ks):
-            raise SpecsimError(f"step table covers batch <= {cost.max_batch}, k in {list(cost.ks)}; the run needs "
-                               f"batch <= {engine.max_num_seqs}, k in {sorted(ks)}")
+        if not cost.covers_rows(rows):
+            raise SpecsimError(f"step table covers batch <= {cost.max_batch}, k in {list(cost.ks)} (rows evaluated: "
+                               f"{int(cost.filled.sum())}); the run needs batch <= {engine.max_num_seqs}, k in "
+                               f"{sorted(rows)}")
         return cost
-    return StepTable.build(cost, engine.max_num_seqs, ks, max_context, engine.max_num_batched_tokens)
+    return StepTable.build(cost, engine.max_num_seqs, rows, max_context, engine.max_num_batched_tokens, rows=rows)
 
 
 def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None = None,
@@ -149,7 +151,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     budget_max, max_seqs, cap = engine.max_num_batched_tokens, engine.max_num_seqs, engine.kv_capacity_tokens
     prompt_a, out_a = requests.prompt_tokens, requests.output_tokens
     longest = float((prompt_a + out_a).max()) if n else 1.0
-    table = _table_for(cost, engine, set(k_of_b[1:]) | {0}, longest + kmax + 1)
+    table = _table_for(cost, engine, k_of_b, longest + kmax + 1)
     dec_rows = table.decode_rows(np.asarray(k_of_b))
     grid = table.context_points()
     prefill_time = table.prefill_time

@@ -36,7 +36,7 @@ from specsim.plan.scenario import Scenario
 from specsim.simulate.acceptance import AcceptanceMix, Workload
 from specsim.simulate.capacity import ReplicaPlan, replicas_needed
 from specsim.simulate.config import ServingSpec, Where, parse_serving
-from specsim.simulate.cost import StepTable
+from specsim.simulate.cost import StepTable, cached_table, rows_of
 from specsim.simulate.engine import EngineConfig, SimResult, simulate
 from specsim.simulate.metrics import SLO, Pricing, ServingMetrics, summarize
 from specsim.simulate.planner import (
@@ -151,7 +151,6 @@ class Setup:
     pricing: Pricing | None
     notes: tuple[str, ...] = ()
     _kv: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
-    _tables: dict[str, StepTable] = field(default_factory=dict, repr=False)
 
     @property
     def context_hint(self) -> float:
@@ -191,23 +190,18 @@ class Setup:
 
     def table(self, policies: Sequence[SpecPolicy], requests: Sequence[Requests], draft: Draft | None = None
               ) -> StepTable:
-        """The planner's step costs for a draft tabulated once (`StepTable`), covering these policies' k, the
-        engine's batches and these requests' contexts (or the traffic's longest possible, when bounded);
-        rebuilt larger only when a later call needs more."""
+        """The planner's step costs for a draft tabulated once (`StepTable`), holding the (k, batch) rows these
+        policies run and these requests' contexts (or the traffic's longest possible, when bounded); shared
+        with every other setup of the same target and draft in this process (`cost.cached_table`: a report's
+        SLO search and its serving section tabulate once), extended when a later call needs more."""
         d = draft or self.draft
-        ks = {0} | {int(k) for p in policies for k in self.engine(p, d).k_by_batch().tolist()}
+        tables = [self.engine(p, d).k_by_batch() for p in policies]
+        ks = {0} | {int(k) for t in tables for k in t.tolist()}
         longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
         bound = _length_bound(self.traffic)
         need = max(longest, bound or 0.0) + max(ks) + 1
-        old = self._tables.get(d.label)
-        if old is not None and old.covers(self.limits.max_num_seqs, ks) and old.context_grid[-1] >= need:
-            return old
-        if old is not None:
-            ks |= set(old.ks)
-            need = max(need, float(old.context_grid[-1]))
-        table = StepTable.build(self.cost(d), self.limits.max_num_seqs, ks, need, self.limits.max_num_batched_tokens)
-        self._tables[d.label] = table
-        return table
+        return cached_table(self.cost(d), self.limits.max_num_seqs, self.limits.max_num_batched_tokens,
+                            rows_of(tables), need)
 
 
 def _draft_by_label(s: Scenario, label: str, option: str) -> Draft:
@@ -402,6 +396,16 @@ def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies:
                    progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """Simulations over rates x drafts x policies (joblib, in parallel), one row each; every case runs the
     same seeded requests for its rate, with the KV capacity of its own draft and k."""
+    unique, costs = sweep_cases(setup, rates, policies, drafts)
+    total = len(unique)
+    frame = sweep(unique, costs, setup.slo, setup.pricing, n_jobs=n_jobs,
+                  progress=None if progress is None else (lambda done: progress(done, total)))
+    return frame
+
+
+def sweep_cases(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[SpecPolicy] | None = None,
+                drafts: Sequence[str] | None = None) -> tuple[list[SweepCase], dict[str, StepTable]]:
+    """`sweep_scenario`'s cases (plain decoding once per rate) and their step tables, by draft label."""
     s = setup.scenario
     rate_axis: list[float | None] = list(rates) if rates else [None]
     policy_axis = list(policies) if policies else ([SpecPolicy.off(), setup.policy] if setup.policy.enabled
@@ -436,14 +440,12 @@ def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies:
         if key not in seen:
             seen.add(key)
             unique.append(c)
-    total = len(unique)
     made = {(c.traffic, c.seed) for c in unique}
     reqs = [generate_requests(t, sd) for t, sd in made]
     costs = {d.label: setup.table(policy_axis, reqs, d) for d in draft_axis}
-    frame = sweep(unique, costs, setup.slo, setup.pricing, n_jobs=n_jobs,
-                  progress=None if progress is None else (lambda done: progress(done, total)))
-    return frame
+    return unique, costs
 
 
 __all__ = ["DERIVED_REQUESTS", "REPLICA_REQUESTS", "Outcome", "Run", "Setup", "make_setup", "mean_lengths",
-           "requests_at", "run_scenario", "scenario_traffic", "stationary", "sweep_scenario", "with_size"]
+           "requests_at", "run_scenario", "scenario_traffic", "stationary", "sweep_cases", "sweep_scenario",
+           "with_size"]

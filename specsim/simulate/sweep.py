@@ -86,14 +86,9 @@ def _run_case(case: SweepCase, requests: Requests, table: StepTable, slo: SLO | 
     return {**dict(case.labels), **metrics_row(summarize(result, slo, pricing, bins=None))}
 
 
-def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], slo: SLO | None = None,
-          pricing: Pricing | None = None, n_jobs: int | None = -1,
-          progress: Callable[[int], None] | None = None) -> pd.DataFrame:
-    """Run every case (in parallel, joblib) and return one row per case, in the cases' order.
-
-    `cost`: one StepCost, or one per `SweepCase.cost` key. `progress(done)` is called as rows arrive."""
-    import joblib
-
+def _prepare(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost]
+             ) -> tuple[dict[tuple[Traffic, int], Requests], dict[str, StepTable]]:
+    """Every case's requests and one StepTable per cost key."""
     costs: Mapping[str, StepCost] = cost if isinstance(cost, Mapping) else {c.cost: cost for c in cases}
     missing = sorted({c.cost for c in cases} - set(costs))
     if missing:
@@ -107,6 +102,18 @@ def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], s
         mine = [c for c in cases if c.cost == key]
         tables[key] = table_for(costs[key], [c.engine for c in mine],
                                 list({id(r): r for r in (made[(c.traffic, c.seed)] for c in mine)}.values()))
+    return made, tables
+
+
+def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], slo: SLO | None = None,
+          pricing: Pricing | None = None, n_jobs: int | None = -1,
+          progress: Callable[[int], None] | None = None) -> pd.DataFrame:
+    """Run every case (in parallel, joblib) and return one row per case, in the cases' order.
+
+    `cost`: one StepCost, or one per `SweepCase.cost` key. `progress(done)` is called as rows arrive."""
+    import joblib
+
+    made, tables = _prepare(cases, cost)
     jobs = (joblib.delayed(_run_case)(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases)
     rows = []
     for row in joblib.Parallel(n_jobs=n_jobs, return_as="generator")(jobs):
@@ -114,3 +121,47 @@ def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], s
         if progress is not None:
             progress(len(rows))
     return pd.DataFrame(rows)
+
+
+#: (case, requests, table, slo, pricing) of the sweeps `sweep_many` runs; set before forking, so that workers
+#: inherit the step tables and requests instead of unpickling them per case.
+_PENDING: list[tuple[SweepCase, Requests, StepTable, SLO | None, Pricing | None]] = []
+
+
+def _run_pending(i: int) -> dict[str, Any]:
+    return _run_case(*_PENDING[i])
+
+
+def sweep_many(sweeps: Sequence[tuple[Sequence[SweepCase], StepCost | Mapping[str, StepCost]]],
+               slo: SLO | None = None, pricing: Pricing | None = None, workers: int | None = None
+               ) -> list[pd.DataFrame]:
+    """Several sweeps (cases, cost) as one batch over forked local workers (`workers`, default the CPUs, at
+    most 4), one frame per sweep with the rows `sweep` gives; serially where the platform does not fork or the
+    pool fails. Each case carries its seed, so the rows do not depend on the workers."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    jobs: list[tuple[SweepCase, Requests, StepTable, SLO | None, Pricing | None]] = []
+    for cases, cost in sweeps:
+        made, tables = _prepare(cases, cost)
+        jobs += [(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases]
+    n = min(workers or os.cpu_count() or 1, 4, len(jobs))
+    rows: list[dict[str, Any]] | None = None
+    if n > 1 and "fork" in multiprocessing.get_all_start_methods():
+        _PENDING[:] = jobs
+        try:
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+                rows = list(pool.map(_run_pending, range(len(jobs))))
+        except (OSError, RuntimeError, BrokenProcessPool):
+            rows = None
+        finally:
+            _PENDING.clear()
+    if rows is None:
+        rows = [_run_case(*job) for job in jobs]
+    frames, start = [], 0
+    for cases, _ in sweeps:
+        frames.append(pd.DataFrame(rows[start:start + len(cases)]))
+        start += len(cases)
+    return frames

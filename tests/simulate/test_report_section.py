@@ -8,7 +8,7 @@ import pytest
 
 from specsim.plan.scenario import load_scenario
 from specsim.report.context import make_ctx
-from specsim.report.sections.serving import _hours, serving_section
+from specsim.report.sections.serving import _hour_cases, _hours, serving_section
 from specsim.simulate.policy import SpecPolicy
 from specsim.simulate.run import make_setup
 from tests.corpus.harness import ROOT
@@ -44,3 +44,21 @@ def test_section_for_traffic_and_none_without(chat) -> None:  # type: ignore[no-
     assert len(sec.figure.axes) >= 2
     buckets = load_scenario(ROOT / "scenarios" / "llama8b-1b-draft-h100.yaml")
     assert serving_section(make_ctx(buckets)) is None
+
+
+def test_hours_at_one_rate_share_one_run(chat) -> None:  # type: ignore[no-untyped-def]
+    setup = make_setup(chat, requests=200, policy=SpecPolicy.static(3), draft="eagle3")
+    got = _hour_cases(setup)
+    assert got is not None
+    rates, cases, _ = got
+    assert len(cases) == 2 * len(set(rates.tolist())) < 2 * 24  # the curve repeats rates: fewer runs than hours
+    hours = _hours(setup)
+    assert hours is not None
+    rows = hours[1]
+    same = [h for h in range(1, 24) if rates[h] == rates[h - 1]]
+    assert same
+    for h in same:
+        a = [{k: v for k, v in r.items() if k != "hour"} for r in rows if r["hour"] in (h - 1.0,)]
+        b = [{k: v for k, v in r.items() if k != "hour"} for r in rows if r["hour"] in (float(h),)]
+        assert a == b
+    assert {r["hour"] for r in rows} == set(map(float, range(24)))

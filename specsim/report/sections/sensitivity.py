@@ -6,7 +6,7 @@ import dataclasses
 import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
@@ -81,14 +81,54 @@ def replan(s: Scenario) -> Replan:
 def replan_all(scenarios: list[Scenario]) -> list[Replan]:
     """Re-make each plan (0.1-3 s each), spread over the CPUs by forked workers where the platform has
     fork, serially otherwise or if the pool fails."""
-    workers = min(os.cpu_count() or 1, 4)
-    if workers > 1 and len(scenarios) > 2 and "fork" in multiprocessing.get_all_start_methods():
-        try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                return list(pool.map(replan, scenarios))
-        except (OSError, RuntimeError, BrokenProcessPool):
-            pass
-    return [replan(x) for x in scenarios]
+    pending = Replans(scenarios)
+    try:
+        return pending.results()
+    finally:
+        pending.close()
+
+
+_JOBS: list[Scenario] = []  # set before forking: workers inherit it, no scenario is pickled
+
+
+def _replan_job(i: int) -> Replan:
+    return replan(_JOBS[i])
+
+
+class Replans:
+    """Re-made plans started at once in forked workers (where the platform forks and there are enough to
+    share), so that the caller works on while they run; `results()` waits for them (serially, for any the
+    pool could not run), `close()` stops the workers."""
+
+    def __init__(self, scenarios: list[Scenario], workers: int | None = None) -> None:
+        self.scenarios = scenarios
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[Replan]] = []
+        cpus = os.cpu_count() or 1
+        workers = min(cpus if workers is None else workers, 4)
+        if cpus > 1 and workers >= 1 and len(scenarios) > 2 and "fork" in multiprocessing.get_all_start_methods():
+            try:
+                _JOBS[:] = scenarios
+                self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                self._futures = [self._pool.submit(_replan_job, i) for i in range(len(scenarios))]
+            except (OSError, RuntimeError, BrokenProcessPool):
+                self.close()
+
+    def results(self) -> list[Replan]:
+        out = []
+        for i, s in enumerate(self.scenarios):
+            try:
+                out.append(self._futures[i].result() if i < len(self._futures) else replan(s))
+            except (OSError, RuntimeError, BrokenProcessPool):
+                out.append(replan(s))
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._futures = []
+        _JOBS.clear()
 
 
 def _decision(p: Plan) -> tuple[str, str, tuple[int, ...]]:
@@ -157,12 +197,50 @@ def break_even_scales(c: Ctx) -> tuple[float | None, float | None]:
     return some, every
 
 
-def sensitivity_section(c: Ctx) -> Section:
+Recipe = tuple[Callable[[Scenario, float], Scenario], float]
+
+
+class Sensitivity:
+    """The scenarios sensitivity re-plans (acceptance scaled down; each input moved down and up), each made
+    once (the acceptance moved down to x0.8 is also the third acceptance row), started by `start()` in forked
+    workers before the report's own plan so that they run beside it."""
+
+    def __init__(self, s: Scenario) -> None:
+        self.inputs = _swing_inputs(s)
+        recipes: list[Recipe] = [(with_acceptance, f) for f in ACCEPTANCE_SCALES[1:]]
+        recipes += [(fn, f) for _, lohi, fn, _ in self.inputs for f in lohi]
+        unique = list(dict.fromkeys(recipes))
+        self._slot = [unique.index(r) for r in recipes]
+        self._jobs = [fn(s, f) for fn, f in unique]
+        self._pending: Replans | None = None
+
+    def start(self, workers: int | None = None) -> Sensitivity:
+        """Begin the re-plans in `workers` forked processes (default: the CPUs, at most 4)."""
+        if self._pending is None:
+            self._pending = Replans(self._jobs, workers)
+        return self
+
+    def results(self) -> list[Replan]:
+        """One re-made plan per recipe: acceptance scales below 1, then each input's low and high."""
+        self.start()
+        assert self._pending is not None
+        try:
+            done = self._pending.results()
+        finally:
+            self.close()
+        return [done[i] for i in self._slot]
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._pending.close()
+
+
+def sensitivity_section(c: Ctx, started: Sensitivity | None = None) -> Section:
+    """The section; `started` re-plans begun earlier for this scenario (`Sensitivity(c.s).start()`)."""
     s = c.s
-    inputs = _swing_inputs(s)
-    jobs = [with_acceptance(s, f) for f in ACCEPTANCE_SCALES[1:]]
-    jobs += [fn(s, f) for _, lohi, fn, _ in inputs for f in lohi]
-    done = replan_all(jobs)
+    sens = started or Sensitivity(s)
+    inputs = sens.inputs
+    done = sens.results()
     acc = [Replan(c.plan.gain, _decision(c.plan), c.data["recommendation"]), *done[:len(ACCEPTANCE_SCALES) - 1]]
     gains = [r.gain for r in acc]
     rows = [[f"{f:.0%}" if f != 1 else "as assumed", r.recommendation or r.error, f"{r.gain:.2f}x",

@@ -18,9 +18,10 @@ from matplotlib.ticker import FuncFormatter
 from specsim.errors import SpecsimError
 from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table
+from specsim.simulate.cost import StepTable
 from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_scenario
-from specsim.simulate.sweep import SweepCase, sweep
+from specsim.simulate.run import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_cases
+from specsim.simulate.sweep import SweepCase, sweep_many
 from specsim.simulate.traffic import Gamma, RateCurve, TraceArrivals, Traffic, generate_requests
 
 #: Requests per simulation in the report (the scenario's count when smaller; fewer for long outputs, at most
@@ -51,26 +52,43 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
-def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
-    """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve)."""
+def _hour_cases(setup: Setup) -> tuple[np.ndarray, list[SweepCase], StepTable] | None:
+    """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve): the
+    rates by hour and the cases, one per distinct rate and policy (hours at the same rate share one run: the
+    same traffic and seed, the same simulation)."""
     arr = setup.traffic.arrivals
     if not isinstance(arr, RateCurve):
         return None
-    hours = np.arange(24.0)
-    rates = arr.rate_at(hours + 0.5)
-    policies = [SpecPolicy.off(), setup.policy] if setup.policy.enabled else [SpecPolicy.off()]
+    rates = arr.rate_at(np.arange(24.0) + 0.5)
+    policies = _policies(setup)
     mix, _ = setup.mix()
     cases = []
-    for h, r in zip(hours, rates, strict=True):
-        if r <= 0:
-            continue
-        traffic = Traffic(Gamma(float(r), arr.cv), setup.traffic.prompt, setup.traffic.output, HOUR_REQUESTS)
+    for r in dict.fromkeys(float(x) for x in rates if x > 0):
+        traffic = Traffic(Gamma(r, arr.cv), setup.traffic.prompt, setup.traffic.output, HOUR_REQUESTS)
         for p in policies:
-            cases.append(SweepCase(traffic, setup.engine(p), mix, setup.seed, (("hour", float(h)),
-                                                                               ("policy", p.label))))
+            cases.append(SweepCase(traffic, setup.engine(p), mix, setup.seed, (("rate_rps", r), ("policy", p.label))))
     reqs = [generate_requests(c.traffic, c.seed) for c in cases[::len(policies)]]
-    frame = sweep(cases, setup.table(policies, reqs), setup.slo, setup.pricing, n_jobs=1)
-    return rates, _records(frame)
+    return rates, cases, setup.table(policies, reqs)
+
+
+def _policies(setup: Setup) -> list[SpecPolicy]:
+    return [SpecPolicy.off(), setup.policy] if setup.policy.enabled else [SpecPolicy.off()]
+
+
+def _hour_rows(setup: Setup, rates: np.ndarray, frame: pd.DataFrame) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """The hour cases' rows by hour of the day (hours at one rate repeat its rows)."""
+    by_rate = {(row.pop("rate_rps"), row["policy"]): row for row in _records(frame)}
+    return rates, [{"hour": float(h), **by_rate[(float(r), p.label)]}
+                   for h, r in enumerate(rates.tolist()) if r > 0 for p in _policies(setup)]
+
+
+def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
+    """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve)."""
+    got = _hour_cases(setup)
+    if got is None:
+        return None
+    rates, cases, table = got
+    return _hour_rows(setup, rates, sweep_many([(cases, table)], setup.slo, setup.pricing, workers=1)[0])
 
 
 def _figure(setup: Setup, by_rate: list[dict[str, Any]], hours: tuple[np.ndarray, list[dict[str, Any]]] | None,
@@ -144,9 +162,13 @@ def serving_section(c: Ctx) -> Section | None:
     base = stationary(setup.traffic, rate) if math.isfinite(rate) and rate > 0 else setup.traffic
     by_rate_setup = dataclasses.replace(setup, traffic=base)
     rates = [rate * m for m in RATE_MULTIPLES]
-    frame = sweep_scenario(by_rate_setup, rates, None, None, n_jobs=1)
-    by_rate = _records(frame)
-    hours = _hours(setup)
+    batches: list[tuple[list[SweepCase], StepTable | dict[str, StepTable]]] = [sweep_cases(by_rate_setup, rates)]
+    hour_cases = _hour_cases(setup)
+    if hour_cases is not None:
+        batches.append((hour_cases[1], hour_cases[2]))
+    frames = sweep_many(batches, setup.slo, setup.pricing)  # the report's simulations, over the CPUs
+    by_rate = _records(frames[0])
+    hours = None if hour_cases is None else _hour_rows(setup, hour_cases[0], frames[1])
     window = {r.policy.label: r.metrics.timeseries for r in outcome.runs if r.metrics.timeseries is not None}
     fig = _figure(setup, by_rate, hours, window, c.title)
     header = ["", *(("no speculation" if not r.policy.enabled else f"{setup.draft.label} {r.policy.label}")
