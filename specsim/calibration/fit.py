@@ -248,7 +248,15 @@ def fit_efficiency_params(df: pd.DataFrame, hw: HardwareProfile, params: Sequenc
     kept = []
     for p, v in zip(params, best.x, strict=True):
         lo_p, hi_p = BOUNDS[p]
-        trial = [rows.predict_ms(fitted.with_efficiency(**{p: float(np.clip(v * f, lo_p, hi_p))})) for f in (0.8, 1.25)]
+        steps = [float(np.clip(v * f, lo_p, hi_p)) for f in (0.8, 1.25)]
+        # fitted onto a bound (e.g. no per-expert cost at 0): scaling barely moves it, so also step 5% of
+        # the range inwards, else a parameter the rows pin to its bound would be reverted to the base value
+        at_bound = 1e-6 * (hi_p - lo_p)
+        if v - lo_p <= at_bound:
+            steps.append(float(min(v + 0.05 * (hi_p - lo_p), hi_p)))
+        elif hi_p - v <= at_bound:
+            steps.append(float(max(v - 0.05 * (hi_p - lo_p), lo_p)))
+        trial = [rows.predict_ms(fitted.with_efficiency(**{p: s})) for s in steps]
         effect = max(float(np.nanmax(np.abs(t / base - 1.0))) for t in trial)
         if effect >= MIN_EFFECT / 10:
             kept.append(p)

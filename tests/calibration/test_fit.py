@@ -79,6 +79,18 @@ def test_refuses_parameters_the_rows_cannot_determine(truth) -> None:
         cal.fit_efficiency(df, truth, ["warp_speed"])
 
 
+def test_a_parameter_fitted_onto_its_bound_is_kept(truth) -> None:
+    """Rows made with kernel_overhead_us at its lower bound: the fit drives it there from 5 us, and the
+    check that the rows determine it (moving it must move predictions) steps inwards from the bound
+    rather than scaling a value that scaling cannot move, so the fitted value is kept, not the start."""
+    lo = cal.BOUNDS["kernel_overhead_us"][0]
+    df = _gemm_rows(truth.with_efficiency(kernel_overhead_us=lo), noise=0.0)
+    start = truth.with_efficiency(kernel_overhead_us=5.0)
+    fitted, kept = cal.fit_efficiency_params(df, start, ["memory", "kernel_overhead_us"])
+    assert "kernel_overhead_us" in kept
+    assert fitted.efficiency.kernel_overhead_us < 0.5
+
+
 def _allreduce_rows(hw, noise: float) -> pd.DataFrame:
     sizes = np.unique(np.geomspace(2048, 64 * 2**20, 60).astype(int))
     rows = [{"op": "allreduce", "device": hw.name, "bytes": float(s), "world_size": n, "time_ms": 1.0}

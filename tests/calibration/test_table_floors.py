@@ -2,7 +2,7 @@
 scored on shapes held out of their fit (specsim/calibration/tables.py: GEMM (N, K) checkerboard, every
 other attention head configuration, every other MoE model shape; all-reduce curves in-sample).
 
-Issue #11's floors: GEMM core shapes <= 8% (H100, H200, B200, A100) and <= 12% (L40S), no token band
+Issue #11's floors: GEMM core shapes <= 8% (H100, H200, B200, B300, GB200, A100) and <= 12% (L40S), no token band
 over 12%; decode attention (KV > 128) <= 12% per batch band; all-reduce <= 15% per implementation and
 GPU count; MoE <= 15% per token band. Where a floor is not met the pin is today's figure (and why is
 in the comment), so a regression still fails. Skipped without ``pip install ".[tables]"``."""
@@ -21,16 +21,23 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("aiconfigurator_core") is None or importlib.util.find_spec("pyarrow") is None,
     reason="aiconfigurator-core / pyarrow not installed (.[tables])")
 
-GPUS = ("h100-sxm", "h200", "b200", "a100-sxm-80gb", "l40s")
-GEMM = {"h100-sxm": 8.0, "h200": 8.0, "b200": 8.0, "a100-sxm-80gb": 8.0, "l40s": 12.0}
+GPUS = ("h100-sxm", "h200", "b200", "b300", "gb200", "a100-sxm-80gb", "l40s")
+GEMM = {"h100-sxm": 8.0, "h200": 8.0, "b200": 8.0, "b300": 8.0, "gb200": 8.0, "a100-sxm-80gb": 8.0, "l40s": 12.0}
 # Decode attention, batch 1-16, KV > 128: floor 12% on every GPU. A100 and L40S (vLLM's FA2) met it once
 # the model followed FA2's split rule: MHA decode is never split (one CTA walks a head's whole KV at
 # ~22-27 GB/s), GQA decode is split by num_splits_heuristic (roofline.attention_num_splits).
-DECODE_SMALL_BATCH = {"h100-sxm": 12.0, "h200": 12.0, "b200": 12.0, "a100-sxm-80gb": 12.0, "l40s": 12.0}
+DECODE_SMALL_BATCH = {"h100-sxm": 12.0, "h200": 12.0, "b200": 12.0, "b300": 12.0, "gb200": 12.0, "a100-sxm-80gb": 12.0,
+                      "l40s": 12.0}
 # MoE per token band: floor 15% on every GPU. A100 has no balanced vLLM MoE table; its SGLang 0.5.10 Triton
 # kernel met the floor once the model ran SGLang's default config (moe_kernel triton_sglang: 16 x 32 blocks
 # while tokens <= experts, else 64-row blocks padding every expert's rows; tuned shapes exempt).
-MOE = {"h100-sxm": 15.0, "h200": 15.0, "b200": 15.0, "a100-sxm-80gb": 15.0, "l40s": 15.0}
+# B300 and GB200 run FlashInfer's TRT-LLM-gen bf16 MoE (no serial per-expert setup: moe_expert_us 0). GB200 misses
+# by 0.3 in the > 2048-token band: the kernel tops out near 580 TFLOP/s on wide (8-expert, 8192-16384) experts
+# but ~1000 on narrow ones, which one grouped-GEMM tile rate (moe_compute) cannot follow.
+MOE = {"h100-sxm": 15.0, "h200": 15.0, "b200": 15.0, "b300": 15.0, "gb200": 15.3, "a100-sxm-80gb": 15.0,
+       "l40s": 15.0}
+# GPU counts with all-reduce tables: GB200's hold 2 and 4 GPUs only (one compute tray).
+ALLREDUCE_SIZES = {"gb200": (2, 4)}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,8 @@ def test_decode_attention(device: str, reports: dict[str, pd.DataFrame]) -> None
 def test_allreduce_per_implementation(device: str, reports: dict[str, pd.DataFrame]) -> None:
     r = reports[device]
     ar = r[r["op"] == "allreduce"].set_index("group")["mape_pct"]
-    assert {f"{i} world_size={n}" for i in ("custom", "nccl_graph") for n in (2, 4, 8)} <= set(ar.index)
+    sizes = ALLREDUCE_SIZES.get(device, (2, 4, 8))
+    assert {f"{i} world_size={n}" for i in ("custom", "nccl_graph") for n in sizes} <= set(ar.index)
     assert ar.max() <= 15.0, ar.to_dict()
 
 
