@@ -1,7 +1,7 @@
 """Speed of `specsim report` (not part of the test run): python benchmarks/bench_report.py
 
 Wall time of `specsim report SCENARIO -o DIR` for every bundled scenario, interpreter start included
-(a subprocess, as a person runs it), best of 3; the issue's floor is 10 s each on the 2-core CI machine.
+(a subprocess, as a person runs it), best of 3; the issue's floor is 4 s each (FLOOR_S) on the 2-core CI machine.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ distinct T and broadcast back, so a sweep over batch, draft length and context s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -124,6 +125,44 @@ def _op(c: _Ctx, name: str, family: str, flops: ArrayLike, bytes_: ArrayLike, ti
               count, k)
 
 
+#: GEMM timings `_gemm` remembers (least recently used dropped first): passes at other contexts, other draft
+#: lengths or in another plan of the same profile run the same linear layers over the same token counts.
+GEMM_CACHE_SIZE = 4096
+GEMM_CACHE_MAX_POINTS = 4096
+_GEMMS: OrderedDict[tuple[Hashable, ...], tuple[HardwareProfile, tuple[Array, Array, Array]]] = OrderedDict()
+
+
+def _gemm_times(c: _Ctx, m: Array, n: float, k: float, dtype: str, wb: float, g: Array, compute_scale: float
+                ) -> tuple[Array, Array, Array]:
+    """`c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale)`, memoised on everything it depends on: the
+    profile by identity (the cost model is a function of it, `cost_model(hw)`; the entry holds the profile, so
+    its identity is not reused while the entry lives), the scalars, and the arrays' shapes and bytes. A hit
+    returns copies of the same arrays."""
+    if m.size > GEMM_CACHE_MAX_POINTS or g.size > GEMM_CACHE_MAX_POINTS:
+        return c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale=compute_scale)
+    try:
+        key: tuple[Hashable, ...] | None = (id(c.hw), type(c.cm), dtype, wb, n, k, compute_scale, m.dtype.str,
+                                            m.shape, m.tobytes(), g.shape, g.tobytes())
+        hit = _GEMMS.get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable scalar: not memoised
+        key, hit = None, None
+    if hit is not None and hit[0] is c.hw:
+        _GEMMS.move_to_end(key)  # type: ignore[arg-type]
+        t, comp, mem = hit[1]
+        return t.copy(), comp.copy(), mem.copy()
+    out = c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale=compute_scale)
+    if key is not None:
+        t, comp, mem = (np.array(a, dtype=float) for a in out)
+        _GEMMS[key] = (c.hw, (t, comp, mem))
+        if len(_GEMMS) > GEMM_CACHE_SIZE:
+            _GEMMS.popitem(last=False)
+    return out
+
+
+def clear_gemm_cache() -> None:
+    _GEMMS.clear()
+
+
 def _gemm(c: _Ctx, name: str, m: Array, n: float, k: float, groups: ArrayLike = 1.0, count: int = 1,
           family: str = "linear", compute_scale: float = 1.0) -> Op:
     """A (grouped) linear layer over m rows (per distinct token count); W8A8 adds its activation
@@ -131,7 +170,7 @@ def _gemm(c: _Ctx, name: str, m: Array, n: float, k: float, groups: ArrayLike = 
     g = np.asarray(groups, dtype=float)
     wb = weight_bytes(c.s.weight_dtype)
     dtype = c.gemm_dtype
-    t, comp, mem = c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale=compute_scale)
+    t, comp, mem = _gemm_times(c, np.asarray(m), n, k, dtype, wb, g, compute_scale)
     flops = 2.0 * m * n * k * g
     bytes_ = g * (n * k * wb + m * (k + n) * ACT_BYTES)
     return _op(c, name, family, flops, bytes_, t, comp, mem, count, 2.0 if dtype in ("fp8", "int8") else 1.0)

@@ -16,11 +16,13 @@ spec-v1 EAGLE worker).
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
+from collections.abc import Hashable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.cost.forward import breakdown
+from specsim.cost.forward import ForwardBreakdown, breakdown
 from specsim.cost.hardware import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import make_shape
@@ -68,6 +70,14 @@ def eager_launches(e: EngineProfile, model: ModelSpec) -> float:
     return model.n_layers * e.eager_kernels_per_layer + e.eager_kernels_extra
 
 
+#: Passes `pass_time_s` remembers (least recently used dropped first): a plan, its sensitivity re-plans and the
+#: capacity solver price the same passes many times over (the plain pass of every configuration, the same
+#: concurrency grid for every draft). Only calls of at most PASS_CACHE_MAX_POINTS points are kept.
+PASS_CACHE_SIZE = 1024
+PASS_CACHE_MAX_POINTS = 4096
+_PASSES: OrderedDict[tuple[Hashable, ...], tuple[EngineProfile, HardwareProfile, Array]] = OrderedDict()
+
+
 def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: ArrayLike, q_per_seq: ArrayLike,
                 context_len: ArrayLike, tp: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                 graphs: bool = True) -> Array:
@@ -76,19 +86,55 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
     Inside a graph the all-reduce is the engine's (custom / NCCL captured in the graph); outside one it
     is eager NCCL and every kernel pays a host dispatch (`eager_op_us` per kernel the cost model counts,
     or the eager loop's measured op count). `graphs=False` prices the pass outside CUDA graphs whatever
-    the batch (e.g. a drafter the engine does not capture)."""
+    the batch (e.g. a drafter the engine does not capture).
+
+    Memoised (`_PASSES`) on everything the result depends on: the engine and hardware profiles by identity
+    (the entry holds them, so an identity is never reused while its entry lives; profiles are frozen), the
+    model by value, the scalars, and the arrays' shapes and bytes; a hit returns a copy of the same array."""
     b, q, ctx = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len))
+    if b.size > PASS_CACHE_MAX_POINTS or q.size > PASS_CACHE_MAX_POINTS or ctx.size > PASS_CACHE_MAX_POINTS:
+        return _pass_time_s(e, hw, model, b, q, ctx, tp, weight_dtype, kv_dtype, graphs)
+    try:
+        key: tuple[Hashable, ...] | None = (
+            id(e), id(hw), model, tp, weight_dtype, kv_dtype, bool(graphs), b.shape, b.tobytes(), q.shape,
+            q.tobytes(), ctx.shape, ctx.tobytes())
+        hit = _PASSES.get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable model or scalar: not memoised
+        key, hit = None, None
+    if hit is not None and hit[0] is e and hit[1] is hw:
+        _PASSES.move_to_end(key)  # type: ignore[arg-type]
+        return hit[2].copy()
+    out = _pass_time_s(e, hw, model, b, q, ctx, tp, weight_dtype, kv_dtype, graphs)
+    if key is not None:
+        _PASSES[key] = (e, hw, out.copy())
+        if len(_PASSES) > PASS_CACHE_SIZE:
+            _PASSES.popitem(last=False)
+    return out
+
+
+def clear_pass_cache() -> None:
+    _PASSES.clear()
+
+
+def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Array, q: Array, ctx: Array, tp: int,
+                 weight_dtype: str, kv_dtype: str, graphs: bool) -> Array:
+    """`pass_time_s` evaluated (float arrays)."""
     b_run, graphed = graph_batch(e, b, q)
     if not graphs:
         b_run, graphed = np.broadcast_to(b, b_run.shape).astype(float), np.zeros(b_run.shape, dtype=bool)
     shape_args = (tp, weight_dtype, kv_dtype)
-    # one cost-model call per execution mode present (graphed, eager), each over the whole array
+    # one cost-model call per execution mode present (graphed, eager), each over the whole array; one in all
+    # when both modes run the same all-reduce (one GPU): the same breakdown serves both
     gpu = kernels = np.zeros(np.broadcast_shapes(b_run.shape, q.shape, ctx.shape))
+    eager_br = None
     if not graphed.all():
-        gpu, kernels = _gpu_time_s(hw, model, b_run, q, ctx, *shape_args, "nccl")
+        eager_br = _breakdown(hw, model, b_run, q, ctx, *shape_args, "nccl")
+        gpu, kernels = _gpu_time_s(eager_br)
     if graphed.any():
-        graph_gpu, _ = _gpu_time_s(hw, model, b_run, q, ctx, *shape_args, e.allreduce if tp > 1 else "nccl",
-                                   real_batch=b)
+        impl = e.allreduce if tp > 1 else "nccl"
+        br = eager_br if eager_br is not None and impl == "nccl" else _breakdown(hw, model, b_run, q, ctx,
+                                                                                 *shape_args, impl)
+        graph_gpu, _ = _gpu_time_s(br, b_run, real_batch=b)
         gpu = np.where(graphed, graph_gpu, gpu)
     launches: float | Array
     if e.eager_loop is not None:
@@ -117,20 +163,25 @@ def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: Array
     return ops * e.eager_op_us * US
 
 
-def _gpu_time_s(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,
-                weight_dtype: str, kv_dtype: str, allreduce: str = "nccl",
-                real_batch: Array | None = None) -> tuple[Array, Array]:
-    """(the kernels' time on the GPU, the kernels launched): the forward pass without the profile's
-    per-pass host cost, with the given all-reduce implementation.
+def _breakdown(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,
+               weight_dtype: str, kv_dtype: str, allreduce: str = "nccl") -> ForwardBreakdown:
+    """The forward pass's kernels at (batch, q, context) with the given all-reduce implementation."""
+    return breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce))
+
+
+def _gpu_time_s(br: ForwardBreakdown, batch: Array | None = None, real_batch: Array | None = None
+                ) -> tuple[Array, Array]:
+    """(the kernels' time on the GPU, the kernels launched) of a breakdown: the forward pass without the
+    profile's per-pass host cost.
 
     A graph padded from `real_batch` to `batch` runs its GEMMs at the padded batch, but the padding
     slots carry no KV cache (engines give them a zero sequence length), so attention is charged for
     the real sequences only: attention scales with the sequences it reads (its fixed cost aside)."""
-    br = breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce))
     gpu = br.time_s - br.overhead_s
     kernels = br.kernels()
     if real_batch is None:
         return gpu, kernels
+    assert batch is not None
     attention = br.by_family()["attention"]
     return gpu - attention * (1.0 - np.asarray(real_batch, dtype=float) / np.maximum(batch, 1.0)), kernels
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -78,6 +78,13 @@ def _locate(grid: FloatArray, x: np.ndarray) -> tuple[npt.NDArray[np.intp], Floa
     return j, f
 
 
+#: A table's decode costs are evaluated in blocks of BLOCK_BATCH batches x BLOCK_CONTEXT context points, each when
+#: first read (a simulation reaches a small part of the batch x context grid: the mean context of a batch stays
+#: near the traffic's), one cost call per block.
+BLOCK_BATCH = 32
+BLOCK_CONTEXT = 32
+
+
 class StepTable:
     """A `StepCost` evaluated once on a grid; itself a `StepCost` (vectorised) with scalar fast paths.
 
@@ -86,27 +93,83 @@ class StepTable:
     geometric grids. Past the grid's ends the table extrapolates linearly. Exact for costs linear in context;
     at a roofline kink (max of compute and memory time) the error is at most about (ratio - 1) / 4, i.e. 1%
     at the default spacing 1.04 (tests/simulate/test_cost.py).
+
+    A table built with its cost (`build`) evaluates its decode rows lazily, a block of BLOCK_BATCH batches x
+    BLOCK_CONTEXT contexts when a lookup first reads it (`ensure`); every point's value is the one a full build
+    gives (the cost is elementwise). `decode` (and pickling) evaluate every row first.
     """
 
     def __init__(self, ks: tuple[int, ...], context_grid: FloatArray, decode: FloatArray,
-                 token_grid: FloatArray, prefill: FloatArray, filled: npt.NDArray[np.bool_] | None = None) -> None:
+                 token_grid: FloatArray, prefill: FloatArray, filled: npt.NDArray[np.bool_] | None = None,
+                 cost: StepCost | None = None, done: npt.NDArray[np.bool_] | None = None) -> None:
         self.ks = ks
         self.context_grid = context_grid
-        self.decode = decode  # (len(ks), max_batch + 1, len(context_grid)); batch 0 row unused
+        self._decode = decode  # (len(ks), max_batch + 1, len(context_grid)); batch 0 row unused; NaN: not evaluated
         self.token_grid = token_grid
         self.prefill = prefill  # (len(token_grid), len(context_grid))
         if filled is None:  # every row evaluated
             filled = np.ones(decode.shape[:2], dtype=np.bool_)
             filled[:, 0] = False
-        self.filled = filled  # (len(ks), max_batch + 1): which (k, batch) rows hold evaluated costs (NaN elsewhere)
+        self.filled = filled  # (len(ks), max_batch + 1): which (k, batch) rows the table holds (NaN elsewhere)
+        n_blocks = -(-len(context_grid) // BLOCK_CONTEXT)
+        if done is None:  # without a cost to evaluate with, every held row is evaluated already
+            done = np.broadcast_to(filled[:, :, None], (*filled.shape, n_blocks)).copy() if cost is None else \
+                np.zeros((*filled.shape, n_blocks), dtype=np.bool_)
+        self._done = done  # (len(ks), max_batch + 1, context blocks): rows' blocks evaluated
+        self._cost = cost
         self._k_index = {k: i for i, k in enumerate(ks)}
         self._ctx_list: list[float] = context_grid.tolist()
         self._tok_list: list[float] = token_grid.tolist()
         self._prefill_rows: list[list[float]] = prefill.tolist()
 
     @property
+    def decode(self) -> FloatArray:
+        """Decode costs (len(ks), max_batch + 1, len(context_grid)), every held row evaluated (NaN elsewhere)."""
+        self.complete()
+        return self._decode
+
+    def complete(self) -> StepTable:
+        """Evaluate every held row's every block (a no-op for a table evaluated already); itself."""
+        for i in range(len(self.ks)):
+            rows = np.flatnonzero(self.filled[i])
+            for bb in sorted({int(b) // BLOCK_BATCH for b in rows}):
+                for cb in range(self._done.shape[2]):
+                    self._evaluate(i, bb, cb)
+        return self
+
+    def ensure(self, i: int, batch: int, j: int) -> bool:
+        """Evaluate the blocks holding row (ks[i], batch) at context points j and j + 1 (the segment a lookup at
+        segment j reads); whether anything was evaluated."""
+        bb = batch // BLOCK_BATCH
+        did = False
+        for cb in {j // BLOCK_CONTEXT, (j + 1) // BLOCK_CONTEXT}:
+            if cb < self._done.shape[2] and not self._done[i, batch, cb]:
+                did = self._evaluate(i, bb, cb) or did
+        return did
+
+    def _evaluate(self, i: int, bb: int, cb: int) -> bool:
+        """Evaluate block (ks[i], batch block bb, context block cb) of the held rows not yet evaluated."""
+        lo, hi = bb * BLOCK_BATCH, min((bb + 1) * BLOCK_BATCH, self.filled.shape[1])
+        c0, c1 = cb * BLOCK_CONTEXT, min((cb + 1) * BLOCK_CONTEXT, len(self.context_grid))
+        bs = [b for b in range(lo, hi) if self.filled[i, b] and not self._done[i, b, cb]]
+        if not bs:
+            return False
+        if self._cost is None:
+            raise SpecsimError("step table: a held row was never evaluated and the table has no cost to evaluate it")
+        b = np.asarray(bs, dtype=np.float64)
+        ctx = self.context_grid[c0:c1]
+        vals = np.broadcast_to(np.asarray(self._cost.decode_s(b[:, None], ctx[None, :],
+                                                              np.full(1, self.ks[i])[:, None]),
+                                          dtype=np.float64), (len(bs), len(ctx)))
+        if not np.isfinite(vals).all() or vals.min() < 0:
+            raise SpecsimError("step table: the step cost returned a negative or non-finite time")
+        self._decode[i, bs, c0:c1] = vals
+        self._done[i, bs, cb] = True
+        return True
+
+    @property
     def max_batch(self) -> int:
-        return int(self.decode.shape[1] - 1)
+        return int(self._decode.shape[1] - 1)
 
     @classmethod
     def build(cls, cost: StepCost, max_batch: int, ks: Iterable[int], max_context: float,
@@ -128,30 +191,31 @@ class StepTable:
         dec = np.full((len(k_values), max_batch + 1, len(ctx)), np.nan)
         dec[:, 0, :] = 0.0  # batch 0: no decode step
         filled = np.zeros(dec.shape[:2], dtype=np.bool_)
-        wanted = _wanted_rows(k_values, max_batch, rows)
-        _fill_decode(cost, dec, filled, k_values, ctx, wanted)
+        for i, (k, bs) in enumerate(_wanted_rows(k_values, max_batch, rows).items()):
+            assert k == k_values[i]
+            filled[i, bs] = True  # held; evaluated block by block when read
         pre = np.asarray(cost.prefill_s(tok[:, None], ctx[None, :]), dtype=np.float64)
         pre = np.broadcast_to(pre, (len(tok), len(ctx))).copy()
         pre[0, :] = 0.0  # no prompt tokens: no prefill pass
         if not np.isfinite(pre).all() or pre.min() < 0:
             raise SpecsimError("step table: the step cost returned a negative or non-finite time")
-        return cls(k_values, ctx, dec, tok, pre, filled)
+        return cls(k_values, ctx, dec, tok, pre, filled, cost)
 
     def with_rows(self, cost: StepCost, rows: Mapping[int, Iterable[int]]) -> StepTable:
-        """This table with the given decode rows ({k: batches}) evaluated too (same grids; `cost` must be the
-        cost the table was built from); itself when it already holds them."""
+        """This table with the given decode rows ({k: batches}) held too (same grids; `cost` must be the cost the
+        table was built from), evaluated block by block when read; itself when it already holds them."""
         if self.covers_rows(rows):
             return self
         k_values = tuple(sorted(set(self.ks) | {int(k) for k in rows}))
         idx = [k_values.index(k) for k in self.ks]
-        dec = np.full((len(k_values), *self.decode.shape[1:]), np.nan)
+        dec = np.full((len(k_values), *self._decode.shape[1:]), np.nan)
         dec[:, 0, :] = 0.0
         filled = np.zeros(dec.shape[:2], dtype=np.bool_)
-        dec[idx], filled[idx] = self.decode, self.filled
-        wanted = {k: [b for b in bs if not filled[k_values.index(k), b]]
-                  for k, bs in _wanted_rows(k_values, self.max_batch, rows).items()}
-        _fill_decode(cost, dec, filled, k_values, self.context_grid, wanted)
-        return StepTable(k_values, self.context_grid, dec, self.token_grid, self.prefill, filled)
+        done = np.zeros((*dec.shape[:2], self._done.shape[2]), dtype=np.bool_)
+        dec[idx], filled[idx], done[idx] = self._decode, self.filled, self._done
+        for k, bs in _wanted_rows(k_values, self.max_batch, rows).items():
+            filled[k_values.index(k), bs] = True
+        return StepTable(k_values, self.context_grid, dec, self.token_grid, self.prefill, filled, cost, done)
 
     def covers(self, max_batch: int, ks: Iterable[int]) -> bool:
         """Whether the table holds every batch up to max_batch at every k in ks."""
@@ -181,8 +245,11 @@ class StepTable:
         if ki.size and not self.filled[ki, b_int].all():
             raise SpecsimError("step table: a (k, batch) row asked for was not evaluated (see StepTable.build rows)")
         j, f = _locate(self.context_grid, c_arr)
-        lo = self.decode[ki, b_int, j]
-        hi = self.decode[ki, b_int, j + 1]
+        points = zip(ki.ravel().tolist(), b_int.ravel().tolist(), j.ravel().tolist(), strict=True)
+        for i, b, jj in set(points):
+            self.ensure(i, b, jj)
+        lo = self._decode[ki, b_int, j]
+        hi = self._decode[ki, b_int, j + 1]
         return np.asarray(lo + f * (hi - lo))
 
     def prefill_s(self, tokens: np.ndarray, mean_context: np.ndarray) -> np.ndarray:
@@ -203,8 +270,21 @@ class StepTable:
             i = self._k_index[int(k_by_batch[b])]
             if not self.filled[i, b]:
                 raise SpecsimError(f"step table: batch {b} at k = {int(k_by_batch[b])} was not evaluated")
-            rows.append(self.decode[i, b].tolist())
+            rows.append(self._decode[i, b].tolist())
         return rows
+
+    def refresh_rows(self, rows: list[list[float]], k_by_batch: Sequence[int], batch: float, context: float) -> bool:
+        """Before a lookup at (batch, mean context) in `decode_rows(k_by_batch)`'s rows: evaluate the blocks the
+        lookup reads if they are not yet, and refresh those rows in place; whether anything changed."""
+        b = int(batch)
+        cg = self._ctx_list
+        j = min(max(bisect_right(cg, context) - 1, 0), len(cg) - 2)
+        if not self.ensure(self._k_index[int(k_by_batch[b])], b, j):
+            return False
+        lo = b // BLOCK_BATCH * BLOCK_BATCH
+        for bb in range(max(lo, 1), min(lo + BLOCK_BATCH, len(rows))):
+            rows[bb] = self._decode[self._k_index[int(k_by_batch[bb])], bb].tolist()
+        return True
 
     def context_points(self) -> list[float]:
         return self._ctx_list
@@ -221,7 +301,7 @@ class StepTable:
         bot = r1[j] + f * (r1[j + 1] - r1[j])
         return top + g * (bot - top)
 
-    def __getstate__(self) -> dict[str, object]:
+    def __getstate__(self) -> dict[str, object]:  # every held row evaluated: the cost does not travel
         return {"ks": self.ks, "context_grid": self.context_grid, "decode": self.decode,
                 "token_grid": self.token_grid, "prefill": self.prefill, "filled": self.filled}
 
@@ -282,24 +362,6 @@ def _wanted_rows(ks: tuple[int, ...], max_batch: int, rows: Mapping[int, Iterabl
         if bs and (bs[0] < 1 or bs[-1] > max_batch):
             raise SpecsimError(f"step table: batches for k = {k} must lie in 1..{max_batch}")
     return wanted
-
-
-def _fill_decode(cost: StepCost, dec: FloatArray, filled: npt.NDArray[np.bool_], ks: tuple[int, ...],
-                 ctx: FloatArray, wanted: Mapping[int, list[int]]) -> None:
-    """Evaluate decode rows in place: one k at a time, over the wanted batches and the whole context grid (the
-    same values as a full grid; the cost model's temporaries stay small, 3-4x faster for the planner's step
-    arithmetic, whose GEMM configurations broadcast over every point)."""
-    for i, k in enumerate(ks):
-        bs = wanted.get(k, [])
-        if not bs:
-            continue
-        b = np.asarray(bs, dtype=np.float64)
-        vals = np.broadcast_to(np.asarray(cost.decode_s(b[:, None], ctx[None, :], np.full(1, k)[:, None]),
-                                          dtype=np.float64), (len(bs), len(ctx)))
-        if not np.isfinite(vals).all() or vals.min() < 0:
-            raise SpecsimError("step table: the step cost returned a negative or non-finite time")
-        dec[i, bs] = vals
-        filled[i, bs] = True
 
 
 def interpolate_row(row: list[float], grid: list[float], x: float) -> float:

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix, sample_accepted
+from specsim.simulate.acceptance import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, interpolate_row, rows_of
 from specsim.simulate.policy import SpecPolicy
 from specsim.simulate.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
@@ -191,7 +191,11 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     pre: list[list[int]] = []  # [request, tokens prefilled, tokens to prefill]
 
     log: list[tuple[float, float, int, int, int, int, int, int, int, float]] = []
-    hist = np.zeros((1024, kmax + 2), dtype=np.int64)
+    # emitted-token histogram, counted once at the end: per speculative step its index and its draws' counts
+    # (1 + accepted, capped), per plain step its index and its decode batch (each emits 1 token)
+    spec_steps: list[int] = []
+    spec_counts: list[IntArray] = []
+    plain_steps: list[tuple[int, int]] = []
     na = 0
     t = arr_list[0] if n else 0.0
     while True:
@@ -262,6 +266,9 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
             continue
         # 3. Price the iteration.
         dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd) if nd else 0.0
+        if dt != dt:  # NaN: the table has not evaluated this block yet (StepTable evaluates blocks when first read)
+            table.refresh_rows(dec_rows, k_of_b, nd, dec_kv / nd)
+            dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd)
         if p_tok:
             dt += prefill_time(p_tok, p_ctx / p_tok)
         t_end = t + dt
@@ -270,9 +277,6 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
         j = bisect_right(arr_list, t_end, na)
         area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
         tokens = 0
-        s = len(log)
-        if s == len(hist):
-            hist = np.concatenate([hist, np.zeros_like(hist)])
         # 4. Decodes emit 1 + A tokens each.
         if nd:
             if k:
@@ -281,21 +285,24 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                     upos = 0
                 u = ubuf[upos:upos + nd]
                 upos += nd
-                e = sample_accepted(u, run_s, k) + 1
+                # sample_accepted inline: A = #{i <= k : u < S_i}, then 1 + A capped by the remaining output
+                e = (u[:, None] < run_s[:, :k]).sum(axis=1)
+                e += 1
                 np.minimum(e, run_rem, out=e)
                 tok = int(e.sum())
-                hist[s] = np.bincount(e, minlength=kmax + 2)
+                spec_steps.append(len(log))
+                spec_counts.append(e)
                 run_rem = run_rem - e
                 run_ctx = run_ctx + e
             else:
                 tok = nd
-                hist[s, 1] = nd
+                plain_steps.append((len(log), nd))
                 run_rem = run_rem - 1
                 run_ctx = run_ctx + 1
             dec_kv += tok
             tokens += tok
-            fin = run_rem == 0
-            if fin.any():
+            if not run_rem.all():  # some request emitted its last token
+                fin = run_rem == 0
                 finish[run_id[fin]] = t_end
                 dec_kv -= int(run_ctx[fin].sum())
                 keep = ~fin
@@ -333,8 +340,16 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
         t = t_end
 
     cols = np.asarray(log, dtype=np.float64).reshape(-1, 10)
+    width = kmax + 2
+    hist = np.zeros((len(log), width), dtype=np.int64)
+    if spec_steps:
+        idx = np.repeat(np.asarray(spec_steps, dtype=np.int64), [len(x) for x in spec_counts]) * width
+        hist += np.bincount(idx + np.concatenate(spec_counts), minlength=len(log) * width).reshape(len(log), width)
+    if plain_steps:
+        at, batch = np.asarray(plain_steps, dtype=np.int64).reshape(-1, 2).T
+        hist[at, 1] = batch
     steps = StepLog(cols[:, 0], cols[:, 1], cols[:, 2].astype(np.int64), cols[:, 3].astype(np.int64),
                     cols[:, 4].astype(np.int64), cols[:, 5].astype(np.int64), cols[:, 6].astype(np.int64),
-                    cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist[:len(log)].copy())
+                    cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist)
     return SimResult(requests, engine, seed, workload, np.asarray(sched_s), np.asarray(first_s), finish,
                      np.asarray(preempt, dtype=np.int64), rejected, steps, np.asarray(resume_gaps, dtype=np.float64))

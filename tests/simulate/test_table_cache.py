@@ -115,3 +115,30 @@ def test_sweep_many_over_forked_workers_equals_the_serial_sweeps() -> None:
         for g, s in zip(got, serial, strict=True):
             pd.testing.assert_frame_equal(g, s)
     assert serial[0].loc[2, "queue_mean_s"] >= serial[0].loc[0, "queue_mean_s"]  # the rows differ by case
+
+
+def test_blocks_evaluated_when_read_equal_the_full_build_and_simulations_do_not_change(chat) -> None:  # type: ignore[no-untyped-def]
+    """A table evaluates its decode rows block by block as lookups read them: each value is the full build's, a
+    simulation reads the same costs as on a completed table, and it evaluates a part of the grid only."""
+    from specsim.simulate.engine import simulate
+
+    setup = make_setup(chat, requests=300, policy=SpecPolicy.static(3), draft="eagle3")
+    cost = setup.cost()
+    eng = setup.engine(setup.policy)
+    req = run_scenario(setup, compare=False, bins=None).requests
+    rows = rows_of([eng.k_by_batch()])
+    lazy = StepTable.build(cost, eng.max_num_seqs, rows, 20_000, eng.max_num_batched_tokens, rows=rows)
+    done = StepTable.build(cost, eng.max_num_seqs, rows, 20_000, eng.max_num_batched_tokens, rows=rows).complete()
+    assert not lazy._done.any() and bool(np.isnan(lazy._decode[:, 1:]).all())
+    mix = setup.mix()[0]
+    a, b = simulate(req, eng, lazy, mix, 7), simulate(req, eng, done, mix, 7)
+    for x, y in ((a.finish_s, b.finish_s), (a.first_token_s, b.first_token_s),
+                 (a.steps.duration_s, b.steps.duration_s), (a.steps.emitted, b.steps.emitted)):
+        np.testing.assert_array_equal(x, y)
+    assert 0 < int(lazy._done.sum()) < int(done._done.sum())  # a part of the grid was evaluated
+    held = lazy._decode[~np.isnan(lazy._decode)]
+    assert held.size and np.isin(held, done._decode).all()
+    # the vectorised lookup evaluates what it reads, and equals the completed table's
+    bs, ctx = np.array([1, 5, 40, 100]), np.array([30.0, 900.0, 5000.0, 19_000.0])
+    np.testing.assert_array_equal(lazy.decode_s(bs, ctx, np.full(4, 3)), done.decode_s(bs, ctx, np.full(4, 3)))
+    np.testing.assert_array_equal(lazy.decode, done.decode)  # `decode` completes the table first

@@ -1,0 +1,73 @@
+"""The cost model's memos (`engines.passes.pass_time_s`, `cost.ops._gemm_times`): a remembered result equals a
+fresh evaluation bit for bit, a hit hands out a copy, and other inputs (another profile, model, array) miss."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from specsim.cost import ops
+from specsim.cost.forward import breakdown
+from specsim.cost.ops import make_shape
+from specsim.engines import passes
+from specsim.plan.evaluate import bundled_engine
+from specsim.plan.scenario import load_scenario
+from tests.corpus.harness import ROOT
+
+
+def _target():  # type: ignore[no-untyped-def]
+    s = load_scenario(ROOT / "scenarios" / "chat-traffic-llama8b-h100.yaml")
+    return s.hardware, s.model
+
+
+def test_pass_memo_equals_a_fresh_evaluation_and_hands_out_copies() -> None:
+    hw, model = _target()
+    e = bundled_engine()
+    b, ctx = np.geomspace(1, 256, 40), np.full(40, 1500.0)
+    passes.clear_pass_cache()
+    ops.clear_gemm_cache()
+    fresh = passes.pass_time_s(e, hw, model, b, 4.0, ctx, 1)
+    assert len(passes._PASSES) == 1
+    hit = passes.pass_time_s(e, hw, model, b, 4.0, ctx, 1)
+    np.testing.assert_array_equal(hit, fresh)
+    hit[:] = -1.0  # the caller's copy: the memo keeps its own
+    np.testing.assert_array_equal(passes.pass_time_s(e, hw, model, b, 4.0, ctx, 1), fresh)
+    assert len(passes._PASSES) == 1
+    # everything the pass depends on is in the key: another array, scalar, model or profile is another entry
+    slower = hw.with_efficiency(memory=hw.efficiency.memory * 0.5)
+    other_model = dataclasses.replace(model, n_layers=model.n_layers + 1)
+    for args in ((e, hw, model, b, 4.0, ctx * 2, 1), (e, hw, model, b, 3.0, ctx, 1), (e, slower, model, b, 4.0, ctx, 1),
+                 (e, hw, other_model, b, 4.0, ctx, 1), (dataclasses.replace(e, graph_launch_us=99.0), hw, model, b,
+                                                         4.0, ctx, 1)):
+        got = passes.pass_time_s(*args)  # type: ignore[arg-type]
+        passes.clear_pass_cache()
+        ops.clear_gemm_cache()
+        np.testing.assert_array_equal(got, passes.pass_time_s(*args))  # type: ignore[arg-type]
+        assert not np.array_equal(got, fresh)
+    # calls over more points than the memo keeps are evaluated, not kept
+    passes.clear_pass_cache()
+    big = np.arange(1.0, passes.PASS_CACHE_MAX_POINTS + 2)
+    passes.pass_time_s(e, hw, model, big, 1.0, 100.0)
+    assert not passes._PASSES
+
+
+def test_gemm_memo_leaves_every_breakdown_unchanged() -> None:
+    hw, model = _target()
+    shapes = [make_shape(np.arange(1.0, 65.0), q, np.full(64, 800.0)) for q in (1.0, 2.0, 4.0)]
+    ops.clear_gemm_cache()
+    first = [breakdown(model, hw, s) for s in shapes]
+    again = [breakdown(model, hw, s) for s in shapes]  # GEMMs from the memo
+    assert ops._GEMMS
+    ops.clear_gemm_cache()
+    for a, b in zip(first, again, strict=True):
+        assert [op.name for op in a.ops] == [op.name for op in b.ops]
+        for x, y in zip(a.ops, b.ops, strict=True):
+            for f in ("time_s", "compute_s", "memory_s", "flops", "bytes_"):
+                np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+    # another profile misses (identity-keyed, the profile held by the entry)
+    slower = hw.with_efficiency(gemm_compute=hw.efficiency.gemm_compute * 0.5)
+    t_slow = breakdown(model, slower, shapes[0]).time_s
+    ops.clear_gemm_cache()
+    np.testing.assert_array_equal(t_slow, breakdown(model, slower, shapes[0]).time_s)
+    assert not np.array_equal(t_slow, first[0].time_s)
