@@ -62,7 +62,11 @@ def run_published(fmt: str, corpus: Path | None = None) -> None:
     from specsim.validation.score import MODES, score
 
     with Console(stderr=True).status("pricing the published results..."):
-        report = score(load_corpus(corpus) if corpus is not None else None)
+        table = load_corpus(corpus) if corpus is not None else None  # its own errors name the file
+        try:
+            report = score(table)
+        except SpecsimError as exc:
+            raise SpecsimError(f"{corpus}: {exc}" if corpus is not None else str(exc)) from None
     if fmt == "json":
         data = report.to_dict()
         data.pop("rows")

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from specsim.engines.profile import EngineProfile
+from specsim.errors import SpecsimError
 from specsim.files import read_mapping
 from specsim.plan.grid import evaluate_grid
 from specsim.validation.corpus import STATED, load_corpus
@@ -182,6 +183,9 @@ def score(corpus: pd.DataFrame | None = None, engines: Mapping[str, EngineProfil
     replaces bundled engine profiles by name)."""
     c = load_corpus() if corpus is None else corpus
     grid, unmapped = to_grid(c)
+    if grid.empty:
+        why = "; ".join(f"{n} {reason}" for reason, n in unmapped.value_counts().head(3).items())
+        raise SpecsimError(f"none of the corpus's {len(c)} rows can be priced" + (f" ({why})" if why else ""))
     rows = pd.concat([_priced(grid, c, m, engines) for m in MODES], ignore_index=True)
     fits = fit_groups()
     stats = []

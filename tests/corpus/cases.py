@@ -332,6 +332,17 @@ def table_cases() -> list[Case]:
                 "load": {"buckets": [{"batch": 8}]}}
         cases.append(Case(f"acceptance-in-scenario-{fname}", ["plan", "{d}/s.yaml"], (fname,),
                           {fname: text, "s.yaml": _yaml(scen)}))
+    corpus_header = (ROOT / "specsim" / "validation" / "data" / "published.csv").read_text(
+        encoding="utf-8").splitlines()[0]
+    tpu_row = ("x,g,src,tpu-v4,,stated,1,1,tpu,,t5-xxl,draft_model,t5-small,chain,7,,,1,,0.0,wmt,,0.75,3.4,latency"
+               ",,,,")
+    for label, text, expect in (
+            ("header-only", corpus_header + "\n", ("c.csv", "none of the corpus")),
+            ("nothing-priceable", corpus_header + "\n" + tpu_row + "\n", ("c.csv", "engine 'tpu'")),
+            ("missing-columns", "id,foo\n1,2\n", ("c.csv", "missing column")),
+            ("not-csv", "\x00\x01binary", ("c.csv",))):
+        cases.append(Case(f"published-corpus-{label}", ["validate", "--published", "--corpus", "{d}/c.csv"], expect,
+                          {"c.csv": text}))
     return cases
 
 

@@ -79,9 +79,19 @@ def test_sglang_baseline_tokens_per_second(report: PublishedReport) -> None:
 
 
 def test_measured_overall_is_pinned_where_the_floor_is_not_met(report: PublishedReport) -> None:
-    """Issue #9's floor (10%, |bias| 5%, measured acceptance given) is NOT met: the EAGLE-3 paper's 70B rows
-    (+19%: the repositories' own loop on several A100s costs more per cycle than the counted ops explain) and
-    Spec-Bench's RTX 3090 board (+13%) pull it up. Pinned at today's figure so it cannot get worse."""
+    """Issue #9's floor (10%, |bias| 5%, measured acceptance given): the median error is within it, the bias
+    is NOT: the EAGLE-3 paper's 70B rows (+19%: the repositories' own loop on several A100s costs more per
+    cycle than the counted ops explain), Spec-Bench's RTX 3090 board (+13%) and SGLang's trees on Hopper
+    (+10%: FlashInfer instead of FA3 for topk > 1, not modelled) pull it up. Pinned at today's figure so it
+    cannot get worse."""
     o = report.overall("measured")
-    assert o.n >= 50
-    assert o.median_abs_error <= 0.16 and o.median_bias <= 0.15
+    assert o.n >= 120
+    assert o.median_abs_error <= 0.10 and o.median_bias <= 0.09
+
+
+def test_specbundle_engine_rows_with_their_acceptance(report: PublishedReport) -> None:
+    """The largest held-out engine group (SpecBundle: SGLang on H200, 70 rows of Llama-3.1-8B EAGLE-3 at
+    batch 1, tok/s and acceptance from the same run) within the issue's floor, and its baseline tok/s."""
+    g = _group(report, "specbundle-sglang-h200", "measured")
+    assert g.n >= 60 and g.median_abs_error <= 0.05 and abs(g.median_bias) <= 0.03
+    assert abs(g.baseline_error) <= 0.05
