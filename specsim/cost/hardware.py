@@ -32,8 +32,12 @@ ATTENTION_KERNELS = ("fa2", "fa3")
 #: SGLang's Triton fused_moe with its default config (fused_moe_triton_config.py get_default_config,
 #: bf16/fp16): BLOCK_SIZE_M 16 x N 32 x K 64 while tokens <= experts, else 64 x 64 x 32, every expert's
 #: rows padded to BLOCK_SIZE_M (moe_align_block_size); (experts, N) pairs with a tuned config that SGLang
-#: ships for this GPU (`moe_tuned_configs`) are priced as "grouped".
-MOE_KERNELS = ("grouped", "triton_sglang")
+#: ships for this GPU (`moe_tuned_configs`) are priced as "grouped". "trtllm_gen": FlashInfer's TRT-LLM-gen
+#: fused MoE (vLLM's FlashInfer TRT-LLM bf16 experts) as it runs without an autotuned tactic: tokens per
+#: expert in tiles of tile_N = the smallest candidate of the launcher's ladder {8..128}
+#: (csrc/trtllm_fused_moe_kernel_launcher.cu, computeSelectedTileN / selectDefaultTileN), 128 weight rows
+#: per CTA, every token tile re-streaming its expert's weights unless they stay in L2.
+MOE_KERNELS = ("grouped", "triton_sglang", "trtllm_gen")
 #: A tuned SGLang fused-MoE config file name: E (experts), N (the per-GPU expert width, w2's last
 #: dimension) and, for a quantised kernel, its dtype (fused_moe_triton_config.get_config_file_name).
 _TUNED_CONFIG = re.compile(r"E=(\d+),N=(\d+),device_name=[^,/]+?(,dtype=[^,/]+?)?(,block_shape=.*)?\.json$")
@@ -87,7 +91,8 @@ class Efficiency:
     moe_overhead_us: float = 20.0  # fixed cost of a fused MoE layer (routing, token sort/align, activation)
     moe_permute_tb_per_s: float = 2.7  # rate of gathering each token's hidden state for its experts
     moe_expert_us: float = 0.13  # setup of one active expert's block in a fused MoE kernel (serial)
-    # moe_memory and moe_default_tile_efficiency: "triton_sglang" only (roofline.moe_gemm_s); defaults from
+    # moe_memory: "triton_sglang" and "trtllm_gen"; moe_default_tile_efficiency: "triton_sglang" only
+    # (roofline.moe_gemm_s); defaults from
     # the A100-SXM-80GB fit to SGLang 0.5.10's tables. Fraction of HBM bandwidth at which SGLang's Triton
     # fused MoE streams the expert weights: its many small (16 x 32) CTAs keep more loads in flight than a
     # dense GEMM's tiles (A100: ~1.72-1.79 TB/s of 2.04 at tokens <= experts, where dense GEMMs reach 0.73).

@@ -443,6 +443,61 @@ def triton_moe_gemm_s(rows: ArrayLike, active: ArrayLike, n: ArrayLike, k: Array
     return eff.kernel_overhead_us * 1e-6 + _join(compute, memory, eff.ridge_sharpness), compute, memory
 
 
+# FlashInfer's TRT-LLM-gen fused MoE, bf16 (flashinfer-ai/flashinfer csrc/trtllm_fused_moe_kernel_launcher.cu):
+# Bf16MoeLauncher::mSupportedTileNums = {8, 16, 32, 64, 128}, the tokens-per-expert tiles (tile_N) of its
+# batched GEMMs; the weights are the GEMMs' M side in 128-row tiles (vLLM's flashinfer weight shuffle,
+# epilogue_tile_m = 128).
+TRTLLM_BF16_TILE_TOKENS = (8.0, 16.0, 32.0, 64.0, 128.0)
+TRTLLM_WEIGHT_TILE = 128.0
+
+
+def trtllm_default_tile_tokens(rows: ArrayLike, active: ArrayLike, local_experts: ArrayLike) -> Array:
+    """tile_N of FlashInfer's TRT-LLM-gen bf16 MoE without an autotuned tactic (the tactic [-1, -1]
+    that `trtllm_bf16_moe` passes when its AutoTuner has no profile): computeSelectedTileN centres the
+    candidates on nextPowerOfTwo(T * k / local experts) clamped to {8..128} and adds the ladder's -1, +1
+    and +2 neighbours; selectDefaultTileN takes the smallest, i.e. half the centre (8 when the centre is
+    8). `rows` x `active` = T * k on this rank."""
+    lo, hi = TRTLLM_BF16_TILE_TOKENS[0], TRTLLM_BF16_TILE_TOKENS[-1]
+    avg = np.asarray(rows, dtype=float) * np.asarray(active, dtype=float) / np.asarray(local_experts, dtype=float)
+    # nextPowerOfTwo(ceil(avg)); the guard keeps an exact power of two (8.0000001 from float rows) at itself
+    centre = np.clip(np.exp2(np.ceil(np.log2(np.maximum(np.ceil(avg - 1e-6), 1.0)))), lo, hi)
+    return np.where(centre > lo, centre / 2.0, lo)
+
+
+def trtllm_moe_gemm_s(rows: ArrayLike, active: ArrayLike, n: ArrayLike, k: ArrayLike, tile: ArrayLike,
+                      hw: HardwareProfile, dtype: str = "bf16", weight_bytes: float = 2.0, act_bytes: float = 2.0,
+                      working_set: ArrayLike | None = None) -> tuple[Array, Array, Array]:
+    """(time, compute, memory) seconds of one batched GEMM of FlashInfer's TRT-LLM-gen fused MoE over
+    `active` experts of `rows` token rows each, tokens in tiles of `tile` (tile_N):
+
+      token tiles = ceil(rows / tile) per expert: each expert's rows padded to whole tiles
+      CTAs = active x token tiles x ceil(n / 128), in whole waves over the SMs; one CTA = 2 x 128 x tile
+             x (K + cta_k_overhead) at the per-SM share of gemm_compute x moe_compute
+      memory = every token tile of an expert streams that expert's n x K weights; what a tile finds still
+               in L2 from the one before is not re-read: of W = n x K x weight bytes, L2 holds
+               C = l2_resident_frac x L2 between passes, so a pass re-reads max(0, 1 - C / W) of W. Wide
+               experts (W >> C) re-stream nearly all their weights per 64-token tile (64 FLOP per weight
+               byte: the ~550-600 TFLOP/s ceiling of NVIDIA's B300/GB200 tables at width 8192-16384,
+               against ~1000 where an expert's weights stay in L2); plus the token rows in and out, at
+               `moe_memory` of HBM bandwidth (times the CTAs-in-flight ramp)
+    joined by the p-norm `ridge_sharpness`, plus the fixed cost of a kernel."""
+    eff = hw.efficiency
+    sms = float(hw.sm_count)
+    r, g, n_, k_, tn = (np.asarray(a, dtype=float) for a in (rows, active, n, k, tile))
+    per_sm = hw.peak(dtype) * eff.gemm_compute * eff.moe_compute / sms
+    tiles = np.ceil(r / tn - 1e-9)
+    m_tiles = np.ceil(n_ / TRTLLM_WEIGHT_TILE)
+    ctas = g * tiles * m_tiles
+    compute = np.ceil(ctas / sms) * 2.0 * TRTLLM_WEIGHT_TILE * tn * (k_ + eff.cta_k_overhead) / per_sm
+    w = n_ * k_ * weight_bytes
+    kept = np.minimum(1.0, hw.l2_bytes * eff.l2_resident_frac / w)
+    bytes_ = g * (w * (1.0 + (tiles - 1.0) * (1.0 - kept)) + r * (k_ + n_) * act_bytes)
+    hit = 0.0 if working_set is None else l2_hit_fraction(working_set, hw)
+    ramp = np.minimum(1.0, np.minimum(g * m_tiles, sms) / (eff.bw_ramp_ctas_frac * sms))
+    memory = stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.moe_memory, ramp)
+    return eff.kernel_overhead_us * 1e-6 + _join(compute, memory, eff.ridge_sharpness), compute, memory
+
+
 def moe_gemm_s(tokens: ArrayLike, rows: ArrayLike, active: ArrayLike, n: ArrayLike, k: ArrayLike,
                n_experts: ArrayLike, inter: ArrayLike, hw: HardwareProfile, dtype: str = "bf16",
                weight_bytes: float = 2.0, act_bytes: float = 2.0, ep: ArrayLike = 1.0,
@@ -459,8 +514,15 @@ def moe_gemm_s(tokens: ArrayLike, rows: ArrayLike, active: ArrayLike, n: ArrayLi
       tuned config picks its tiles per token count, as the grouped search does), its weights streamed at
       `moe_memory` too (the same Triton kernel). Quantised or weight-only kernels (other default
       configs) are priced as "grouped".
+    * "trtllm_gen": FlashInfer's TRT-LLM-gen bf16 MoE without a tuned tactic (`trtllm_default_tile_tokens`
+      over the rank's E/ep experts; `trtllm_moe_gemm_s`): token tiles of 8-64 rows, each re-streaming its
+      expert's weights past what L2 keeps. Quantised kernels are priced as "grouped".
 
     `moe_time_s` (the measured tables' rows) and the forward pass (ops._mlp_ops) both price MoE GEMMs here."""
+    if hw.moe_kernel == "trtllm_gen" and dtype in ("bf16", "fp16") and weight_bytes == act_bytes:
+        local = np.asarray(n_experts, dtype=float) / np.asarray(ep, dtype=float)
+        tile = trtllm_default_tile_tokens(rows, active, local)
+        return trtllm_moe_gemm_s(rows, active, n, k, tile, hw, dtype, weight_bytes, act_bytes, working_set)
     sglang = hw.moe_kernel == "triton_sglang" and dtype in ("bf16", "fp16") and weight_bytes == act_bytes
     # SGLang's Triton kernel streams the expert weights at its own rate, tuned config or not
     tiled = hw.with_efficiency(memory=hw.efficiency.moe_memory) if sglang else hw

@@ -31,10 +31,12 @@ DECODE_SMALL_BATCH = {"h100-sxm": 12.0, "h200": 12.0, "b200": 12.0, "b300": 12.0
 # MoE per token band: floor 15% on every GPU. A100 has no balanced vLLM MoE table; its SGLang 0.5.10 Triton
 # kernel met the floor once the model ran SGLang's default config (moe_kernel triton_sglang: 16 x 32 blocks
 # while tokens <= experts, else 64-row blocks padding every expert's rows; tuned shapes exempt).
-# B300 and GB200 run FlashInfer's TRT-LLM-gen bf16 MoE (no serial per-expert setup: moe_expert_us 0). GB200 misses
-# by 0.3 in the > 2048-token band: the kernel tops out near 580 TFLOP/s on wide (8-expert, 8192-16384) experts
-# but ~1000 on narrow ones, which one grouped-GEMM tile rate (moe_compute) cannot follow.
-MOE = {"h100-sxm": 15.0, "h200": 15.0, "b200": 15.0, "b300": 15.0, "gb200": 15.3, "a100-sxm-80gb": 15.0,
+# B300 and GB200 run FlashInfer's TRT-LLM-gen bf16 MoE; they met the floor (held-out bands <= 7.0% / 7.3%, were
+# <= 12.1% / 15.3%) once the model ran it as it runs untuned (moe_kernel trtllm_gen): tokens per expert in tiles of
+# half nextPowerOfTwo(T x k / E) (the smallest of computeSelectedTileN's candidates: the step at 48 tokens on 8
+# experts, top-2), each token tile re-streaming its expert's weights past what L2 keeps (the ~550-600 TFLOP/s
+# ceiling of 8-expert widths 8192-16384, against ~1000 where an expert's weights stay in L2).
+MOE = {"h100-sxm": 15.0, "h200": 15.0, "b200": 15.0, "b300": 15.0, "gb200": 15.0, "a100-sxm-80gb": 15.0,
        "l40s": 15.0}
 # GPU counts with all-reduce tables: GB200's hold 2 and 4 GPUs only (one compute tray).
 ALLREDUCE_SIZES = {"gb200": (2, 4)}

@@ -106,3 +106,26 @@ def test_moe_kernel_field(tmp_path: Path) -> None:
     mine.write_text(yaml.safe_dump(data))
     with pytest.raises(SpecsimError, match="needs moe_kernel: triton_sglang"):
         load_hardware(str(mine))
+
+
+def test_moe_kernel_trtllm_gen(tmp_path: Path) -> None:
+    """B300 and GB200 run FlashInfer's TRT-LLM-gen bf16 MoE (NVIDIA's tables: vLLM's flashinfer_trtllm
+    bf16 experts): moe_kernel trtllm_gen, with its weight-stream rate moe_memory, survives the YAML a fit
+    writes; it takes no tuned-config list (that is SGLang's Triton kernel's)."""
+    from specsim.calibration.fit import write_profile
+    from specsim.cost.hardware import profiles_dir
+
+    for name in ("b300", "gb200"):
+        hw = load_hardware(name)
+        assert hw.moe_kernel == "trtllm_gen" and not hw.moe_tuned_configs
+        out = tmp_path / f"{name}.yaml"
+        write_profile(hw, out)
+        back = load_hardware(str(out))
+        assert back.moe_kernel == "trtllm_gen"
+        assert back.efficiency.moe_memory == pytest.approx(hw.efficiency.moe_memory)
+    data = yaml.safe_load((profiles_dir() / "b300.yaml").read_text())
+    data["moe_tuned_configs"] = ["E=8,N=3584,device_name=NVIDIA_B300.json"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecsimError, match="needs moe_kernel: triton_sglang"):
+        load_hardware(str(mine))

@@ -128,13 +128,14 @@ def test_ops_time_each_distinct_token_count_once() -> None:
     assert float(single.time_s) == pytest.approx(up.time_s[2, 0])
 
 
-@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm"])
+@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm", "b300"])
 @pytest.mark.parametrize(("model", "tp"), [("mixtral-8x7b", 1), ("mixtral-8x7b", 4), ("qwen3-30b-a3b", 1)])
 def test_forward_pass_moe_equals_moe_time_s(gpu: str, model: str, tp: int) -> None:
     """The forward pass prices a MoE layer's experts (up + down + routing) as roofline.moe_time_s does for
     the same shape (random routing, the per-GPU expert width): one physics for the tables and the pass,
     both sides of SGLang's default-config switch at tokens = experts, tuned shapes (Mixtral at tp 4:
-    width 3584 on the A100) and untuned."""
+    width 3584 on the A100) and untuned, and on the B300 the TRT-LLM-gen kernel's token tiles (8 to 64
+    tokens per expert tile across these token counts)."""
     from specsim.cost import roofline as rl
 
     m, hw = load_model(model), load_hardware(gpu)
