@@ -14,7 +14,7 @@ from specsim.report.sections.plan import header, plan_section
 from specsim.report.sections.policy import policy_section, rate_model
 from specsim.report.sections.provenance import provenance_section
 from specsim.report.sections.sensitivity import Sensitivity, sensitivity_section
-from specsim.report.sections.serving import serving_section
+from specsim.report.sections.serving import ServingRuns, serving_section, start_serving
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
 
@@ -32,28 +32,36 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
     simulates = s.objective == "slo" and s.serving is not None and s.serving.slo is not None and (
         s.traffic is not None or s.arrival is not None)
     sens = Sensitivity(s).start(1 if simulates else None)
+    runs: ServingRuns | None = None
     try:
-        c = make_ctx(s)
-        rm = rate_model(c) if s.arrival is not None else None
-        sections = [plan_section(c)]
-        for step, fn in ((STEPS[1], verification_section), (STEPS[2], speedup_section),
-                         (STEPS[3], heatmap_section)):
-            tick(step)
-            sec = fn(c)
-            if sec is not None:
-                sections.append(sec)
-        tick(STEPS[4])
-        sections.append(policy_section(c, rm))
-        tick(STEPS[5])
-        sections.append(sensitivity_section(c, sens))
+        try:
+            c = make_ctx(s)
+            # The serving section's simulations (on the plan's policy) start now in forked workers, beside the
+            # other sections.
+            runs = start_serving(c)
+            rm = rate_model(c) if s.arrival is not None else None
+            sections = [plan_section(c)]
+            for step, fn in ((STEPS[1], verification_section), (STEPS[2], speedup_section),
+                             (STEPS[3], heatmap_section)):
+                tick(step)
+                sec = fn(c)
+                if sec is not None:
+                    sections.append(sec)
+            tick(STEPS[4])
+            sections.append(policy_section(c, rm))
+            tick(STEPS[5])
+            sections.append(sensitivity_section(c, sens))
+        finally:
+            sens.close()
+        tick(STEPS[6])
+        sections.append(memory_section(c))
+        tick(STEPS[7])
+        sections.append(capacity_section(c, rm))
+        tick(STEPS[8])
+        serving = serving_section(c, runs)  # None unless the scenario has traffic to simulate
     finally:
-        sens.close()
-    tick(STEPS[6])
-    sections.append(memory_section(c))
-    tick(STEPS[7])
-    sections.append(capacity_section(c, rm))
-    tick(STEPS[8])
-    serving = serving_section(c)  # None unless the scenario has traffic to simulate
+        if runs is not None and runs.batch is not None:
+            runs.batch.close()
     if serving is not None:
         sections.append(serving)
     tick(STEPS[9])

@@ -25,6 +25,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -138,9 +139,21 @@ def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_cont
     return StepTable.build(cost, engine.max_num_seqs, rows, max_context, engine.max_num_batched_tokens, rows=rows)
 
 
+#: Steady stretches (see `simulate`): at most this many steps are drawn ahead at once, and a stretch shorter than
+#: MIN_STRETCH steps is left to the step-by-step path.
+STRETCH_MAX = 128
+MIN_STRETCH = 3
+
+
 def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None = None,
-             seed: int = 0) -> SimResult:
-    """Run the engine over the requests until every admitted request finishes; deterministic for a seed."""
+             seed: int = 0, *, fast: bool = True) -> SimResult:
+    """Run the engine over the requests until every admitted request finishes; deterministic for a seed.
+
+    Steady stretches (decoding only: no partial prefill, nothing admitted, no preemption; they end at the first
+    finish, at an arrival that is admitted or at a preemption) advance several steps at once: the stretch's
+    accepted tokens are compared in one array from the same uniform draws, in the same order, and each step is
+    priced at its own mean context, so the result is identical to stepping one iteration at a time
+    (``fast=False``, kept for tests)."""
     n = requests.n
     policy = engine.policy
     kmax = policy.max_k
@@ -157,7 +170,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     prefill_time = table.prefill_time
 
     workload = mix.assign(n, rng_for(seed, STREAM_CLASSES))
-    surv = mix.survival(kmax)  # (classes, kmax)
+    surv_t = np.ascontiguousarray(mix.survival(kmax).T)  # (kmax, classes)
     urng = rng_for(seed, STREAM_ACCEPTANCE)
     ubuf = urng.random(1 << 16)
     upos = 0
@@ -184,7 +197,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     run_id = np.empty(0, dtype=np.int64)
     run_ctx = np.empty(0, dtype=np.int64)
     run_rem = np.empty(0, dtype=np.int64)
-    run_s = np.empty((0, kmax), dtype=np.float64)
+    run_s = np.empty((kmax, 0), dtype=np.float64)  # survival by depth (rows) of each running request (columns)
     dec_kv = 0  # KV tokens of decoding requests (sum of run_ctx)
     pre_kv = 0  # KV tokens of partially prefilled requests
     waiting: deque[int] = deque()
@@ -196,6 +209,10 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     spec_steps: list[int] = []
     spec_counts: list[IntArray] = []
     plain_steps: list[tuple[int, int]] = []
+    spec_blocks: list[tuple[int, IntArray]] = []  # steady stretches: first step, counts (steps, decode batch)
+    plain_blocks: list[tuple[int, int, int]] = []  # steady stretches without speculation: first step, steps, batch
+    loop = _Loop(arr_list, cum_n, cum_t, rej_list if any_rejected else None, waiting, prompt_l, gen, cap, budget_max,
+                 max_seqs, dec_rows, grid, table, k_of_b, finish, log, spec_blocks, plain_blocks)
     na = 0
     t = arr_list[0] if n else 0.0
     while True:
@@ -219,7 +236,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                 rid = int(run_id[-1])
                 gen[rid] = out_l[rid] - int(run_rem[-1])
                 dec_kv -= int(run_ctx[-1])
-                run_id, run_ctx, run_rem, run_s = run_id[:-1], run_ctx[:-1], run_rem[:-1], run_s[:-1]
+                run_id, run_ctx, run_rem, run_s = run_id[:-1], run_ctx[:-1], run_rem[:-1], run_s[:, :-1]
                 last_emit[rid] = t
                 nd -= 1
                 k = k_of_b[nd]
@@ -269,6 +286,18 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
         if dt != dt:  # NaN: the table has not evaluated this block yet (StepTable evaluates blocks when first read)
             table.refresh_rows(dec_rows, k_of_b, nd, dec_kv / nd)
             dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd)
+        if fast and nd and not pre:  # nothing prefilling, nothing admitted: maybe a steady stretch
+            lim = STRETCH_MAX
+            if not waiting and na < n and dt > 0.0:  # an arrival is admitted unless seats, budget or KV stop it
+                lim = min(lim, int((arr_list[na] - t) / dt) + 1)
+            if k:
+                lim = min(lim, (len(ubuf) - upos) // nd)  # the draws left in the buffer (a refill discards the rest)
+            if lim >= MIN_STRETCH:  # the first finish comes within min(remaining) steps
+                lim = min(lim, int(run_rem.min()))
+            if lim >= MIN_STRETCH:
+                t, na, dec_kv, upos, (run_id, run_ctx, run_rem, run_s) = _stretch(
+                    lim, t, dt, na, nd, k, dec_kv, pre_kv, upos, ubuf, (run_id, run_ctx, run_rem, run_s), loop)
+                continue
         if p_tok:
             dt += prefill_time(p_tok, p_ctx / p_tok)
         t_end = t + dt
@@ -286,7 +315,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                 u = ubuf[upos:upos + nd]
                 upos += nd
                 # sample_accepted inline: A = #{i <= k : u < S_i}, then 1 + A capped by the remaining output
-                e = (u[:, None] < run_s[:, :k]).sum(axis=1)
+                e = (u < run_s[:k]).sum(axis=0)
                 e += 1
                 np.minimum(e, run_rem, out=e)
                 tok = int(e.sum())
@@ -306,7 +335,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                 finish[run_id[fin]] = t_end
                 dec_kv -= int(run_ctx[fin].sum())
                 keep = ~fin
-                run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[keep]
+                run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
         # 5. Prefill chunks; a completed prefill emits a token (the first, or the next after a recompute).
         if chunks:
             new: list[tuple[int, int, int]] = []
@@ -335,21 +364,142 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                 run_id = np.concatenate([run_id, ids])
                 run_ctx = np.concatenate([run_ctx, np.asarray([x[1] for x in new], dtype=np.int64)])
                 run_rem = np.concatenate([run_rem, np.asarray([x[2] for x in new], dtype=np.int64)])
-                run_s = np.concatenate([run_s, surv[workload[ids]]])
+                run_s = np.concatenate([run_s, surv_t[:, workload[ids]]], axis=1)
         log.append((t, dt, nd, running, n_wait, k if nd else 0, p_tok, tokens, dec_kv + pre_kv, area))
         t = t_end
 
-    cols = np.asarray(log, dtype=np.float64).reshape(-1, 10)
+    cols = np.fromiter(chain.from_iterable(log), np.float64, count=10 * len(log)).reshape(-1, 10)
     width = kmax + 2
     hist = np.zeros((len(log), width), dtype=np.int64)
-    if spec_steps:
-        idx = np.repeat(np.asarray(spec_steps, dtype=np.int64), [len(x) for x in spec_counts]) * width
-        hist += np.bincount(idx + np.concatenate(spec_counts), minlength=len(log) * width).reshape(len(log), width)
+    if spec_steps or spec_blocks:
+        idx = [np.repeat(np.asarray(spec_steps, dtype=np.int64), [len(x) for x in spec_counts])]
+        idx += [np.repeat(np.arange(first, first + len(b), dtype=np.int64), b.shape[1]) for first, b in spec_blocks]
+        counts = [*spec_counts, *(b.ravel() for _, b in spec_blocks)]
+        hist += np.bincount(np.concatenate(idx) * width + np.concatenate(counts),
+                            minlength=len(log) * width).reshape(len(log), width)
     if plain_steps:
         at, batch = np.asarray(plain_steps, dtype=np.int64).reshape(-1, 2).T
         hist[at, 1] = batch
+    for first, m, batch_size in plain_blocks:
+        hist[first:first + m, 1] = batch_size
     steps = StepLog(cols[:, 0], cols[:, 1], cols[:, 2].astype(np.int64), cols[:, 3].astype(np.int64),
                     cols[:, 4].astype(np.int64), cols[:, 5].astype(np.int64), cols[:, 6].astype(np.int64),
                     cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist)
     return SimResult(requests, engine, seed, workload, np.asarray(sched_s), np.asarray(first_s), finish,
                      np.asarray(preempt, dtype=np.int64), rejected, steps, np.asarray(resume_gaps, dtype=np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class _Loop:
+    """What a steady stretch reads of the event loop (and the lists and arrays it updates in place)."""
+
+    arrivals: list[float]
+    cum_n: list[float]
+    cum_t: list[float]
+    rejected: list[bool] | None  # None: nothing rejected
+    waiting: deque[int]
+    prompt: list[int]
+    gen: list[int]
+    cap: int
+    budget_max: int
+    max_seqs: int
+    dec_rows: list[list[float]]
+    grid: list[float]
+    table: StepTable
+    k_of_b: list[int]
+    finish: FloatArray
+    log: list[tuple[float, float, int, int, int, int, int, int, int, float]]
+    spec_blocks: list[tuple[int, IntArray]]
+    plain_blocks: list[tuple[int, int, int]]
+
+
+def _stretch(lim: int, t: float, dt: float, na: int, nd: int, k: int, dec_kv: int, pre_kv: int, upos: int,
+             ubuf: FloatArray, run: tuple[IntArray, IntArray, IntArray, FloatArray], lp: _Loop
+             ) -> tuple[float, int, int, int, tuple[IntArray, IntArray, IntArray, FloatArray]]:
+    """Up to `lim` steps of a steady stretch from a step already scheduled (nd decoding requests, nothing
+    prefilling or admitted, priced at dt): each step exactly as `simulate`'s loop runs it, the accepted tokens of
+    all `lim` steps compared at once from the same draws (step i reads the buffer at upos + i * nd, as the loop
+    does). Stops after the first step in which a request finishes, or before a step that would preempt or admit.
+    Returns t, the next arrival, the decode KV, the buffer position and the running arrays after the stretch."""
+    run_id, run_ctx, run_rem, run_s = run
+    arr, cum_n, cum_t, log, waiting = lp.arrivals, lp.cum_n, lp.cum_t, lp.log, lp.waiting
+    n = len(arr)
+    first = len(log)
+    if k:
+        # accepted tokens of each step: A = #{i <= k : u < S_i}; each decode emits 1 + A (capped at a finish)
+        e = (ubuf[upos:upos + lim * nd].reshape(lim, 1, nd) < run_s[:k]).sum(axis=1)
+        e += 1
+        csum = np.cumsum(e, axis=0)
+        hit: BoolArray = np.asarray((csum >= run_rem).any(axis=1))  # cumulative: from the first finish on
+        f = int(hit.argmax()) if hit[-1] else lim
+        if f < lim:  # the finishing step: emissions capped by what is left
+            before = csum[f - 1] if f else 0
+            np.minimum(e[f], run_rem - before, out=e[f])
+            csum[f] = e[f] + before
+        toks: list[int] = e.sum(axis=1).tolist()
+    else:
+        f = lim - 1 if int(run_rem.min()) == lim else lim  # every decode emits one token a step
+        toks = [nd] * lim
+    kv_step = nd * (k + 1)
+    budget = lp.budget_max - kv_step
+    can_admit = budget > 0 and nd < lp.max_seqs
+    row, grid = lp.dec_rows[nd], lp.grid
+    last = len(grid) - 2
+    m = 0
+    while True:
+        t_end = t + dt
+        if na < n and arr[na] <= t_end:
+            j = bisect_right(arr, t_end, na)
+            area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
+        else:
+            area = 0.0
+        tok = toks[m]
+        dec_kv += tok
+        if m == f:  # some request emitted its last token
+            done = csum[f] if k else f + 1
+            run_ctx, run_rem = run_ctx + done, run_rem - done
+            fin = run_rem == 0
+            lp.finish[run_id[fin]] = t_end
+            dec_kv -= int(run_ctx[fin].sum())
+            keep = ~fin
+            run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
+        log.append((t, dt, nd, nd, len(waiting), k, 0, tok, dec_kv + pre_kv, area))
+        t = t_end
+        m += 1
+        if m > f:
+            break
+        if m == lim:
+            done = csum[m - 1] if k else m
+            run_ctx, run_rem = run_ctx + done, run_rem - done
+            break
+        # the next step's start, as the loop runs it: arrivals join the queue; stop where it would preempt or admit
+        if na < n and arr[na] <= t:
+            j = bisect_right(arr, t, na)
+            rej = lp.rejected
+            waiting.extend([i for i in range(na, j) if not rej[i]] if rej is not None else range(na, j))
+            na = j
+        if dec_kv + pre_kv + kv_step > lp.cap:
+            done = csum[m - 1] if k else m
+            run_ctx, run_rem = run_ctx + done, run_rem - done
+            break
+        if waiting and can_admit:
+            head = waiting[0]
+            if min(lp.prompt[head] + lp.gen[head], budget) <= lp.cap - dec_kv - pre_kv - kv_step:
+                done = csum[m - 1] if k else m
+                run_ctx, run_rem = run_ctx + done, run_rem - done
+                break
+        x = dec_kv / nd
+        j = bisect_right(grid, x) - 1  # interpolate_row inline
+        j = 0 if j < 0 else last if j > last else j
+        lo = row[j]
+        dt = lo + (x - grid[j]) / (grid[j + 1] - grid[j]) * (row[j + 1] - lo)
+        if dt != dt:  # NaN: a block not evaluated yet
+            lp.table.refresh_rows(lp.dec_rows, lp.k_of_b, nd, x)
+            row = lp.dec_rows[nd]
+            dt = interpolate_row(row, grid, x)
+    if k:
+        lp.spec_blocks.append((first, e[:m]))
+        upos += m * nd
+    else:
+        lp.plain_blocks.append((first, m, nd))
+    return t, na, dec_kv, upos, (run_id, run_ctx, run_rem, run_s)

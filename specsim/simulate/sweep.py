@@ -138,30 +138,63 @@ def sweep_many(sweeps: Sequence[tuple[Sequence[SweepCase], StepCost | Mapping[st
     """Several sweeps (cases, cost) as one batch over forked local workers (`workers`, default the CPUs, at
     most 4), one frame per sweep with the rows `sweep` gives; serially where the platform does not fork or the
     pool fails. Each case carries its seed, so the rows do not depend on the workers."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+    return SweepBatch(sweeps, slo, pricing, workers).frames()
 
-    jobs: list[tuple[SweepCase, Requests, StepTable, SLO | None, Pricing | None]] = []
-    for cases, cost in sweeps:
-        made, tables = _prepare(cases, cost)
-        jobs += [(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases]
-    n = min(workers or os.cpu_count() or 1, 4, len(jobs))
-    rows: list[dict[str, Any]] | None = None
-    if n > 1 and "fork" in multiprocessing.get_all_start_methods():
-        _PENDING[:] = jobs
+
+class SweepBatch:
+    """`sweep_many` started now and collected later: the cases' requests and step tables are made here, the
+    simulations start at once in forked workers (where the platform forks and there is more than one CPU and
+    case), so the caller works on while they run; `frames()` waits for the rows (running here whatever the
+    pool could not) and stops the workers."""
+
+    def __init__(self, sweeps: Sequence[tuple[Sequence[SweepCase], StepCost | Mapping[str, StepCost]]],
+                 slo: SLO | None = None, pricing: Pricing | None = None, workers: int | None = None) -> None:
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.sizes = [len(cases) for cases, _ in sweeps]
+        self.jobs: list[tuple[SweepCase, Requests, StepTable, SLO | None, Pricing | None]] = []
+        for cases, cost in sweeps:
+            made, tables = _prepare(cases, cost)
+            self.jobs += [(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases]
+        self._pool: Any = None
+        self._futures: list[Any] = []
+        n = min(workers or os.cpu_count() or 1, 4, len(self.jobs))
+        if n > 1 and "fork" in multiprocessing.get_all_start_methods():
+            _PENDING[:] = self.jobs
+            try:  # forked workers start at the first submit (all of them) and inherit the jobs
+                self._pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+                self._futures = [self._pool.submit(_run_pending, i) for i in range(len(self.jobs))]
+            except (OSError, RuntimeError, BrokenProcessPool):
+                self.close()
+            finally:
+                _PENDING.clear()
+
+    def close(self) -> None:
+        """Stop the workers (pending cases are cancelled)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._futures = []
+
+    def frames(self) -> list[pd.DataFrame]:
+        """One frame per sweep, the rows in the cases' order."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        rows: list[dict[str, Any]] | None = None
         try:
-            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-                rows = list(pool.map(_run_pending, range(len(jobs))))
+            if self._futures:
+                rows = [f.result() for f in self._futures]
         except (OSError, RuntimeError, BrokenProcessPool):
             rows = None
         finally:
-            _PENDING.clear()
-    if rows is None:
-        rows = [_run_case(*job) for job in jobs]
-    frames, start = [], 0
-    for cases, _ in sweeps:
-        frames.append(pd.DataFrame(rows[start:start + len(cases)]))
-        start += len(cases)
-    return frames
+            self.close()
+        if rows is None:
+            rows = [_run_case(*job) for job in self.jobs]
+        frames, start = [], 0
+        for size in self.sizes:
+            frames.append(pd.DataFrame(rows[start:start + size]))
+            start += size
+        return frames

@@ -21,7 +21,7 @@ from specsim.report.context import Ctx, Section, md_table
 from specsim.simulate.cost import StepTable
 from specsim.simulate.policy import SpecPolicy
 from specsim.simulate.run import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_cases
-from specsim.simulate.sweep import SweepCase, sweep_many
+from specsim.simulate.sweep import SweepBatch, SweepCase, sweep_many
 from specsim.simulate.traffic import Gamma, RateCurve, TraceArrivals, Traffic, generate_requests
 
 #: Requests per simulation in the report (the scenario's count when smaller; fewer for long outputs, at most
@@ -149,14 +149,27 @@ def _fmt(x: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x * scale:,.{digits}f}"
 
 
-def serving_section(c: Ctx) -> Section | None:
-    """The serving simulation's section (module docstring); None when the scenario has no `traffic:`."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class ServingRuns:
+    """The serving section's simulations, started (`start_serving`) before they are needed."""
+
+    setup: Setup | None = None
+    error: str = ""
+    outcome: Any = None  # run_scenario's outcome (the window, off and on)
+    rate: float = math.nan
+    hours: tuple[np.ndarray, list[SweepCase], StepTable] | None = None
+    batch: SweepBatch | None = None
+
+
+def start_serving(c: Ctx) -> ServingRuns:
+    """The scenario's window run here, then the rate sweep and the hourly runs started in forked workers (they
+    run while the caller builds other sections); `serving_section(c, runs)` collects them."""
     try:
         setup = _setup(c)
     except SpecsimError as exc:
-        return Section("Serving simulation", f"The serving simulation could not run: {exc}.")
+        return ServingRuns(error=str(exc))
     if setup is None:
-        return None
+        return ServingRuns()
     outcome = run_scenario(setup, compare=True, bins=200)
     rate = float(outcome.requests.mean_rate_rps) if outcome.requests.n > 1 else setup.traffic.mean_rate_rps
     base = stationary(setup.traffic, rate) if math.isfinite(rate) and rate > 0 else setup.traffic
@@ -166,7 +179,19 @@ def serving_section(c: Ctx) -> Section | None:
     hour_cases = _hour_cases(setup)
     if hour_cases is not None:
         batches.append((hour_cases[1], hour_cases[2]))
-    frames = sweep_many(batches, setup.slo, setup.pricing)  # the report's simulations, over the CPUs
+    batch = SweepBatch(batches, setup.slo, setup.pricing)  # the report's simulations, over the CPUs
+    return ServingRuns(setup, "", outcome, rate, hour_cases, batch)
+
+
+def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
+    """The serving simulation's section (module docstring); None when the scenario has no `traffic:`."""
+    runs = runs if runs is not None else start_serving(c)
+    if runs.error:
+        return Section("Serving simulation", f"The serving simulation could not run: {runs.error}.")
+    if runs.setup is None or runs.batch is None:
+        return None
+    setup, outcome, rate, hour_cases = runs.setup, runs.outcome, runs.rate, runs.hours
+    frames = runs.batch.frames()
     by_rate = _records(frames[0])
     hours = None if hour_cases is None else _hour_rows(setup, hour_cases[0], frames[1])
     window = {r.policy.label: r.metrics.timeseries for r in outcome.runs if r.metrics.timeseries is not None}
