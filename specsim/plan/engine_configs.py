@@ -30,6 +30,14 @@ SGLANG_ALGO = {"draft_model": "STANDALONE", "ngram": "NGRAM", "eagle": "EAGLE", 
                "eagle3": "EAGLE3", "mtp": "NEXTN"}
 
 
+#: SGLang's topk > 1 path runs on other kernels than its chains, and the model does not price that switch.
+SGLANG_TREE_CAVEAT = (
+    "topk > 1: on Hopper SGLang's default attention backend is FA3 only for chains (server_args "
+    "is_no_spec_infer_or_topk_one), so a tree runs on FlashInfer, which is not modelled here; the SpecBundle "
+    "dashboard (H200, Llama-3.1-8B EAGLE-3) measured topk 3-4 steps ~10% dearer than priced and small trees "
+    "accepting less than a chain of the same budget: benchmark the topk 1 chain against it on your traffic")
+
+
 def _schedule(policy: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [seg for seg in policy if seg["k"] > 0]
 
@@ -144,6 +152,8 @@ def engine_configs(method: str, policy: list[dict[str, Any]], draft_model: str |
         if len(bands) > 1:
             out["sglang"]["note"] = ("SGLang fixes these per server: run the band that matches the load (or route "
                                      "by load between servers); the top-level flags are the lowest-load band's")
+        if any(b["--speculative-eagle-topk"] > 1 for b in bands):
+            out["sglang"]["caveat"] = SGLANG_TREE_CAVEAT
     else:
         out["sglang"] = None
     out["note"] = f"speculate up to batch {last_on}; off above" + (

@@ -176,6 +176,19 @@ def test_engine_configs_follow_policy(capsys) -> None:
         assert ms == sorted(ms)  # a step with more drafts never costs less
 
 
+def test_sglang_tree_bands_carry_the_backend_caveat() -> None:
+    """SGLang runs topk > 1 on other kernels than chains (FlashInfer instead of FA3 on Hopper), which the
+    model does not price: a tree band's SGLang flags carry the caveat, a chain's do not."""
+    from specsim.plan.engine_configs import SGLANG_TREE_CAVEAT, engine_configs
+
+    tree = engine_configs("eagle3", [{"batch_from": 1, "batch_to": 8, "k": 5, "topk": 4, "num_draft_tokens": 12},
+                                     {"batch_from": 9, "batch_to": 64, "k": 3}])
+    chain = engine_configs("eagle3", [{"batch_from": 1, "batch_to": 64, "k": 3}])
+    assert tree["sglang"]["caveat"] == SGLANG_TREE_CAVEAT and "FlashInfer" in SGLANG_TREE_CAVEAT
+    assert tree["sglang"]["--speculative-eagle-topk"] == 4
+    assert "caveat" not in chain["sglang"] and chain["sglang"]["--speculative-eagle-topk"] == 1
+
+
 def test_sweep_equals_config_metrics() -> None:
     from specsim.plan.evaluate import config_metrics
     from specsim.plan.sweep import sweep_arrays
