@@ -10,8 +10,7 @@ distinct T and broadcast back, so a sweep over batch, draft length and context s
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -21,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from specsim.cost.costmodel import CostModel, cost_model
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, compute_dtype, kv_bytes, weight_bytes
 from specsim.cost.hardware import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
+from specsim.cost.memo import ArrayMemo
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array, attention_num_splits, distinct_experts, moe_routing_bytes
 from specsim.errors import SpecsimError
@@ -125,37 +125,24 @@ def _op(c: _Ctx, name: str, family: str, flops: ArrayLike, bytes_: ArrayLike, ti
               count, k)
 
 
-#: GEMM timings `_gemm` remembers (least recently used dropped first): passes at other contexts, other draft
-#: lengths or in another plan of the same profile run the same linear layers over the same token counts.
+#: GEMM timings `_gemm` remembers (cost.memo): passes at other contexts, other draft lengths or in another plan of
+#: the same profile run the same linear layers over the same token counts.
 GEMM_CACHE_SIZE = 4096
 GEMM_CACHE_MAX_POINTS = 4096
-_GEMMS: OrderedDict[tuple[Hashable, ...], tuple[HardwareProfile, tuple[Array, Array, Array]]] = OrderedDict()
+_GEMMS = ArrayMemo(GEMM_CACHE_SIZE, GEMM_CACHE_MAX_POINTS)
 
 
 def _gemm_times(c: _Ctx, m: Array, n: float, k: float, dtype: str, wb: float, g: Array, compute_scale: float
                 ) -> tuple[Array, Array, Array]:
-    """`c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale)`, memoised on everything it depends on: the
-    profile by identity (the cost model is a function of it, `cost_model(hw)`; the entry holds the profile, so
-    its identity is not reused while the entry lives), the scalars, and the arrays' shapes and bytes. A hit
-    returns copies of the same arrays."""
-    if m.size > GEMM_CACHE_MAX_POINTS or g.size > GEMM_CACHE_MAX_POINTS:
-        return c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale=compute_scale)
-    try:
-        key: tuple[Hashable, ...] | None = (id(c.hw), type(c.cm), dtype, wb, n, k, compute_scale, m.dtype.str,
-                                            m.shape, m.tobytes(), g.shape, g.tobytes())
-        hit = _GEMMS.get(key)  # type: ignore[arg-type]
-    except TypeError:  # an unhashable scalar: not memoised
-        key, hit = None, None
-    if hit is not None and hit[0] is c.hw:
-        _GEMMS.move_to_end(key)  # type: ignore[arg-type]
-        t, comp, mem = hit[1]
-        return t.copy(), comp.copy(), mem.copy()
+    """`c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale)`, memoised (`_GEMMS`): the cost model is a
+    function of the profile (`cost_model(hw)`), keyed by identity, and of the scalars and arrays."""
+    owners = (c.hw,)
+    key = _GEMMS.key(owners, (type(c.cm), dtype, wb, n, k, compute_scale), (m, g))
+    if (hit := _GEMMS.get(key, owners)) is not None:
+        t, comp, mem = hit
+        return t, comp, mem
     out = c.cm.gemm(m, n, k, dtype, wb, ACT_BYTES, g, compute_scale=compute_scale)
-    if key is not None:
-        t, comp, mem = (np.array(a, dtype=float) for a in out)
-        _GEMMS[key] = (c.hw, (t, comp, mem))
-        if len(_GEMMS) > GEMM_CACHE_SIZE:
-            _GEMMS.popitem(last=False)
+    _GEMMS.put(key, owners, out)
     return out
 
 

@@ -16,14 +16,13 @@ spec-v1 EAGLE worker).
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
-from collections.abc import Hashable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.forward import ForwardBreakdown, breakdown
 from specsim.cost.hardware import HardwareProfile
+from specsim.cost.memo import ArrayMemo
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import make_shape
 from specsim.cost.roofline import Array
@@ -70,12 +69,11 @@ def eager_launches(e: EngineProfile, model: ModelSpec) -> float:
     return model.n_layers * e.eager_kernels_per_layer + e.eager_kernels_extra
 
 
-#: Passes `pass_time_s` remembers (least recently used dropped first): a plan, its sensitivity re-plans and the
-#: capacity solver price the same passes many times over (the plain pass of every configuration, the same
-#: concurrency grid for every draft). Only calls of at most PASS_CACHE_MAX_POINTS points are kept.
+#: Passes `pass_time_s` remembers (cost.memo): a plan, its sensitivity re-plans and the capacity solver price the
+#: same passes many times over (the plain pass of every configuration, the same concurrency grid for every draft).
 PASS_CACHE_SIZE = 1024
 PASS_CACHE_MAX_POINTS = 4096
-_PASSES: OrderedDict[tuple[Hashable, ...], tuple[EngineProfile, HardwareProfile, Array]] = OrderedDict()
+_PASSES = ArrayMemo(PASS_CACHE_SIZE, PASS_CACHE_MAX_POINTS)
 
 
 def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: ArrayLike, q_per_seq: ArrayLike,
@@ -88,27 +86,15 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
     or the eager loop's measured op count). `graphs=False` prices the pass outside CUDA graphs whatever
     the batch (e.g. a drafter the engine does not capture).
 
-    Memoised (`_PASSES`) on everything the result depends on: the engine and hardware profiles by identity
-    (the entry holds them, so an identity is never reused while its entry lives; profiles are frozen), the
-    model by value, the scalars, and the arrays' shapes and bytes; a hit returns a copy of the same array."""
+    Memoised (`_PASSES`, cost.memo) on everything the result depends on: the engine and hardware profiles by
+    identity, the model and scalars by value, the arrays by bytes."""
     b, q, ctx = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len))
-    if b.size > PASS_CACHE_MAX_POINTS or q.size > PASS_CACHE_MAX_POINTS or ctx.size > PASS_CACHE_MAX_POINTS:
-        return _pass_time_s(e, hw, model, b, q, ctx, tp, weight_dtype, kv_dtype, graphs)
-    try:
-        key: tuple[Hashable, ...] | None = (
-            id(e), id(hw), model, tp, weight_dtype, kv_dtype, bool(graphs), b.shape, b.tobytes(), q.shape,
-            q.tobytes(), ctx.shape, ctx.tobytes())
-        hit = _PASSES.get(key)  # type: ignore[arg-type]
-    except TypeError:  # an unhashable model or scalar: not memoised
-        key, hit = None, None
-    if hit is not None and hit[0] is e and hit[1] is hw:
-        _PASSES.move_to_end(key)  # type: ignore[arg-type]
-        return hit[2].copy()
+    owners = (e, hw)
+    key = _PASSES.key(owners, (model, tp, weight_dtype, kv_dtype, bool(graphs)), (b, q, ctx))
+    if (hit := _PASSES.get(key, owners)) is not None:
+        return hit[0]
     out = _pass_time_s(e, hw, model, b, q, ctx, tp, weight_dtype, kv_dtype, graphs)
-    if key is not None:
-        _PASSES[key] = (e, hw, out.copy())
-        if len(_PASSES) > PASS_CACHE_SIZE:
-            _PASSES.popitem(last=False)
+    _PASSES.put(key, owners, (out,))
     return out
 
 

@@ -150,8 +150,10 @@ def optimise_slo(s: Scenario, analytic: Plan, progress: Callable[[str], None] | 
             if prev is not None and tr.headroom(slo) > SATURATED * prev.headroom(slo):
                 return tr
             prev, lo, hi = tr, hi, min(2 * hi, MAX_REPLICAS)
-        if not tr.meets:
-            return tr
+        return bisect(i, lo, hi) if tr.meets else tr
+
+    def bisect(i: int, lo: int, hi: int) -> Trial:
+        """Candidate i's fewest replicas between lo (fails, or 0) and hi (meets): its trial there."""
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if run(i, mid).meets:
@@ -168,14 +170,7 @@ def optimise_slo(s: Scenario, analytic: Plan, progress: Callable[[str], None] | 
             continue
         n = best.replicas
         if n > 1 and run(i, n - 1).meets:  # fewer replicas: look further down
-            lo2, hi2 = 0, n - 1
-            while hi2 - lo2 > 1:
-                mid = (lo2 + hi2) // 2
-                if run(i, mid).meets:
-                    hi2 = mid
-                else:
-                    lo2 = mid
-            best = _last(trials, i, hi2)
+            best = bisect(i, 0, n - 1)
             continue
         at = run(i, n)  # as many replicas: the more headroom wins
         if _key(at, slo) < _key(best, slo):
