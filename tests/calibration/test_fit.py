@@ -196,10 +196,15 @@ def test_gemm_model_monotone_in_tokens_anywhere_in_the_fit_bounds() -> None:
 
 def test_calibrated_on_llama2_7b_alone_predicts_the_other_models(vidur_table: pd.DataFrame) -> None:
     """Held-out accuracy when fitting on Llama-2-7B's rows only (README, Calibration). The issue's
-    floor is 6% per model and 10% per band; these guards pin what the model reaches today."""
+    floor is 6% per model and 10% per band; these guards pin what the model reaches today.
+
+    H100's fit (with the power-limit pair) has two basins 4% apart in cost, and which one the fit lands
+    in depends on the BLAS kernel: held out, overall 8.1-8.4%, worst model 8.7-9.0%, worst band
+    9.7-11.3% (129-512 tokens) under OPENBLAS_CORETYPE=Haswell, SkylakeX and Zen. The bounds sit above
+    that measured spread by the spread again; A100 moved by < 0.1 point across kernels."""
     from specsim.cost.hardware import Efficiency
 
-    limits = {"h100-sxm": (8.5, 9.0, 10.5), "a100-sxm-80gb": (6.3, 7.3, 9.8)}
+    limits = {"h100-sxm": (8.7, 9.3, 12.9), "a100-sxm-80gb": (6.4, 7.3, 9.8)}
     for device, (overall, per_model, per_band) in limits.items():
         rows = vidur_table[(vidur_table["device"] == device) & (vidur_table["op"] == "gemm")]
         params = "+power_throttle,throttle_tau_ms" if device == "h100-sxm" else None
