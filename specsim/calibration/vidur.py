@@ -132,7 +132,8 @@ def import_vidur(root: str | Path) -> pd.DataFrame:
     NCCL all-reduce -> allreduce rows, impl nccl) under root."""
     root = Path(root)
     if not root.is_dir():
-        raise SpecsimError(f"{root}: no such directory")
+        raise SpecsimError(f"{root}: no such directory (Vidur's measured profiles are the data/profiling folder "
+                           "of a microsoft/vidur clone: give that folder)")
     frames = []
     for path in sorted(root.glob("compute/*/*/*/mlp.csv")):
         gpu = path.parts[-4]
