@@ -1,6 +1,6 @@
 """Output helpers shared by the CLI commands: table | csv | json | markdown, and list-valued options.
 
-Tables go through rich at the terminal's width (wrapped or ellipsized to fit); JSON turns numpy
+Tables go through rich at the terminal's width and are never cut: too wide, they change layout; JSON turns numpy
 values into plain Python (NaN/inf -> null); Markdown is a pipe table.
 """
 
@@ -11,15 +11,18 @@ import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from specsim.errors import SpecsimError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = ("table", "csv", "json", "markdown")
 FORMAT_HELP = "table | csv | json | markdown"
@@ -34,9 +37,10 @@ def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
 
 def plain(value: Any) -> Any:
     """numpy scalars/arrays -> Python numbers/lists; NaN/inf -> None (valid JSON)."""
-    if isinstance(value, np.ndarray):
+    np = sys.modules.get("numpy")  # a value can be a numpy one only once numpy is imported (start-up)
+    if np is not None and isinstance(value, np.ndarray):
         return plain(value.item()) if value.ndim == 0 else [plain(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return plain(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -82,10 +86,10 @@ def print_json(data: Any) -> None:
 
 
 def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None = None) -> None:
-    """A two-column (quantity, value) table."""
-    table = Table(title=escape(title), show_header=True, header_style="bold")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
+    """A two-column (quantity, value) table; a long value wraps (folded, never cut)."""
+    table = Table(title=escape(title), show_header=True, header_style="bold", title_justify="left")
+    table.add_column("quantity", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")
     for key, value in rows:
         table.add_row(escape(str(key)), escape(fmt_value(value)))
     console = _console()
@@ -94,15 +98,67 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
         console.print(note, style="dim", markup=False)
 
 
+# A table wider than the terminal is never cut: it is printed in the first of these layouts that fits
+# (the full table; compact borders; transposed, one column per row; one block per row).
+TRANSPOSE_MAX_ROWS = 8
+
+
+def _width(con: Console, table: Table) -> int:
+    return Measurement.get(con, con.options.update(max_width=100_000), table).maximum
+
+
+def _grid_table(title: str, columns: Sequence[str], cells: Sequence[Sequence[str]], text_columns: int,
+                compact: bool, wrap_text: bool = False) -> Table:
+    table = Table(title=escape(title) or None, show_header=True, header_style="bold", title_justify="left",
+                  box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD, pad_edge=not compact,
+                  padding=(0, 1) if not compact else (0, 1, 0, 0))
+    for i, col in enumerate(columns):
+        wraps = wrap_text and any(" " in row[i] for row in cells)
+        table.add_column(escape(str(col)), justify="left" if i < text_columns else "right", no_wrap=not wraps,
+                         overflow="fold")
+    for row in cells:
+        table.add_row(*(escape(c) for c in row))
+    return table
+
+
 def print_rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 1) -> None:
     """A table with a header row; values formatted with ``fmt_value``; the first ``text_columns``
-    columns are left-aligned, the rest right-aligned."""
-    table = Table(title=escape(title), show_header=True, header_style="bold")
-    for i, col in enumerate(columns):
-        table.add_column(escape(str(col)), justify="left" if i < text_columns else "right")
-    for row in rows:
-        table.add_row(*(escape(fmt_value(v)) for v in row))
-    _console().print(table)
+    columns are left-aligned, the rest right-aligned. Never cut: wider than the terminal, it is printed
+    compact, then with its text columns wrapped at spaces, then transposed (a column per row, up to
+    TRANSPOSE_MAX_ROWS rows), then as one block per row."""
+    con = _console()
+    cells = [[fmt_value(v) for v in row] for row in rows]
+    for compact in (False, True):
+        table = _grid_table(title, columns, cells, text_columns, compact)
+        if _width(con, table) <= con.width:
+            con.print(table)
+            return
+    # text columns with spaces wrap at word boundaries (numbers and names never do)
+    table = _grid_table(title, columns, cells, text_columns, compact=True, wrap_text=True)
+    if Measurement.get(con, con.options.update(max_width=100_000), table).minimum <= con.width:
+        con.print(table)
+        return
+    if 0 < len(cells) <= TRANSPOSE_MAX_ROWS:
+        label = [cells[i][0] if text_columns else str(i + 1) for i in range(len(cells))]
+        first = 1 if text_columns else 0
+        flipped = [[str(col), *(row[j] for row in cells)] for j, col in enumerate(columns) if j >= first]
+        head = [str(columns[0]) if text_columns else "", *label]
+        table = _grid_table(title, head, flipped, 1, compact=True)
+        if _width(con, table) <= con.width:
+            con.print(table)
+            return
+    if title:
+        con.print(escape(title), style="bold")
+    key_w = max((len(str(c)) for c in columns), default=0)
+    for i, row in enumerate(cells):
+        block = Table(show_header=False, box=None, padding=(0, 1, 0, 0), pad_edge=False)
+        block.add_column(no_wrap=True, style="bold")
+        block.add_column(overflow="fold")
+        for col, cell in zip(columns, row, strict=True):
+            block.add_row(escape(str(col).ljust(key_w)), escape(cell))
+        if i:
+            con.print()
+        con.print(block)
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 1) -> str:
@@ -129,12 +185,29 @@ def emit(df: pd.DataFrame, fmt: str, title: str = "") -> None:
         print_rows_table(title, list(df.columns), df.itertuples(index=False, name=None))  # type: ignore[arg-type]
 
 
+def emit_records(records: Sequence[Mapping[str, Any]], fmt: str, title: str = "", text_columns: int = 1) -> None:
+    """A list of rows (same keys) as `emit` prints a data frame, without importing pandas for a table or
+    JSON (the list commands start in a fraction of a second)."""
+    check_format(fmt)
+    columns = list(records[0]) if records else []
+    if fmt == "json":
+        print_json([dict(r) for r in records])
+    elif fmt == "table":
+        print_rows_table(title, columns, [[r[c] for c in columns] for r in records], text_columns)
+    else:
+        import pandas as pd
+
+        emit(pd.DataFrame(list(records), columns=columns), fmt, title)
+
+
 def emit_mapping(data: Mapping[str, Any], fmt: str, title: str = "", note: str | None = None) -> None:
     """A flat mapping as a (key, value) table, a two-column CSV or Markdown table, or a JSON object."""
     check_format(fmt)
     if fmt == "json":
         print_json(dict(data))
     elif fmt in ("csv", "markdown"):
+        import pandas as pd
+
         emit(pd.DataFrame({"key": list(data), "value": [plain(v) if not isinstance(plain(v), list | dict)
                                                          else json.dumps(plain(v)) for v in data.values()]}),
              fmt, title if fmt == "markdown" else "")

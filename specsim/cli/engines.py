@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import typer
 
-from specsim.cli._format import emit, emit_mapping
+from specsim.cli._format import emit_mapping, emit_records
 from specsim.cli._options import Fmt
 from specsim.cli.main import app
 from specsim.engines.profile import available, load_engine
@@ -23,7 +22,7 @@ def engines_list(fmt: Fmt = "table") -> None:
         rows.append({"name": name, "graphs": e.cuda_graphs, "async": e.async_scheduling,
                      "spec overlapped": e.async_scheduling and not e.spec_sync, "drafting": e.draft_loop,
                      "all-reduce": e.allreduce, **({"version": e.version} if fmt != "table" else {})})
-    emit(pd.DataFrame(rows), fmt, "engine profiles (specsim engines show NAME for figures and sources)")
+    emit_records(rows, fmt, "engine profiles (specsim engines show NAME for figures and sources)")
 
 
 @engines_app.command("show")

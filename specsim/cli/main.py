@@ -41,17 +41,34 @@ def _root(
     """The root of every command: only --version lives here."""
 
 
-def _register() -> None:
-    # Each command module adds its commands to `app`; imported here so that `main` stays thin.
-    from specsim.cli import (  # noqa: F401
-        calib,
-        costs,
-        engines,
-        plan,
-        report,
-        simulate,
-        spec,
-    )
+#: Which module defines each command: a command imports only its own module (and what that needs),
+#: so `specsim --version` or `specsim hardware list` does not pay for pandas and the planner.
+COMMAND_MODULES = {
+    "plan": "plan", "sweep": "plan", "report": "report", "simulate": "simulate",
+    "evaluate": "spec", "validate": "spec", "beta": "spec",
+    "hardware": "costs", "models": "costs", "ops": "costs", "forward": "costs", "predict": "costs",
+    "engines": "engines",
+    "bench": "calib", "import": "calib", "calibrate": "calib", "calibrate-tables": "calib",
+}
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command a command line names (its first word that is not an option), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _register(argv: list[str] | None = None) -> None:
+    """Import the module of the command in `argv` (each module adds its commands to `app`); all of them
+    when no known command is named (help, a typo: click then lists or suggests every command)."""
+    import importlib
+
+    args = sys.argv[1:] if argv is None else argv
+    command = _command_of(args)
+    if command is None and "--version" in args:
+        return
+    name = COMMAND_MODULES.get(command or "")
+    for module in sorted(set(COMMAND_MODULES.values())) if name is None else [name]:
+        importlib.import_module(f"specsim.cli.{module}")
 
 
 def _one_line(text: str) -> str:
@@ -70,7 +87,7 @@ def internal_error(exc: BaseException) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; exit statuses as in the module docstring."""
-    _register()
+    _register(argv)
     try:
         # With standalone_mode=False click returns (rather than raises) a command's exit code.
         code = app(args=argv, standalone_mode=False)

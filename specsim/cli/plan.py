@@ -9,24 +9,42 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import typer
+import yaml
 from rich.markup import escape
 
-from specsim.cli._format import check_format, console, emit, emit_summary, parse_float_list, parse_int_list
+from specsim.cli._format import (
+    check_format,
+    console,
+    emit,
+    emit_summary,
+    parse_float_list,
+    parse_int_list,
+    plain,
+)
 from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
 from specsim.plan.optimize import plan as make_plan
 from specsim.plan.scenario import load_scenario
-from specsim.plan.summary import plan_dict, plan_markdown
+from specsim.plan.summary import pays_by_draft, plan_dict, plan_markdown, segment_label
 
 
 @app.command()
-def plan(scenario: Path, engine: Engine = None, cost_model: CostModel = None, fmt: Fmt = "table") -> None:
+def plan(
+    scenario: Path,
+    engine: Engine = None,
+    cost_model: CostModel = None,
+    fmt: Fmt = "table",
+    engine_configs: Annotated[Path | None, typer.Option(
+        "--engine-configs", help="also write each engine's configuration as DIR/<engine>.json")] = None,
+) -> None:
     """Best draft and k per load bucket, the policy over batch size, and engine configuration."""
     check_format(fmt)
     p = make_plan(overridden(load_scenario(scenario), cost_model, engine))
     data = plan_dict(p)
+    if engine_configs is not None:
+        _write_engine_configs(engine_configs, data["engine_configs"])
     if fmt == "json":
         print(json.dumps(data, indent=2, default=float))
         return
@@ -39,23 +57,53 @@ def plan(scenario: Path, engine: Engine = None, cost_model: CostModel = None, fm
         return
     con = console()
     con.print(f"[bold]{escape(data['recommendation'])}[/bold]")
-    cols = ["bucket", "weight", "batch", "context", "draft", "k", "tokens_per_step", "step_ms", "baseline_step_ms",
-            "speedup", "throughput_tok_s", "ms_per_token"]
-    emit(rows[cols], "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
+    view = pd.DataFrame({
+        "bucket": rows["bucket"], "weight": rows["weight"].round(3), "batch": rows["batch"],
+        "context": rows["context"], "draft": rows["draft"],
+        "config": [segment_label({"batch_from": 0, "batch_to": 0, **r}).split(": ", 1)[1]
+                   for r in data["buckets"]],
+        "tokens/step": rows["tokens_per_step"].round(3), "step ms": rows["step_ms"].round(2),
+        "plain ms": rows["baseline_step_ms"].round(2), "speedup": rows["speedup"].round(3),
+        "tok/s": rows["throughput_tok_s"].round(0).astype(int), "ms/token": rows["ms_per_token"].round(3)})
+    emit(view, "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
          f"({data['engine']}), objective {data['objective']}")
     if data["policy"]:
-        pol = ", ".join(f"batch {s['batch_from']}-{s['batch_to']}: "
-                        + ("does not fit" if s["k"] < 0 else f"k={s['k']}" if s["k"] else "off")
-                        for s in data["policy"])
-        con.print(f"policy for {data['draft']}: {pol}", markup=False)
-    if data["crossover_batch"]:
-        con.print("crossover batch (stops paying): " + ", ".join(
-            f"{k} {v if v is not None else '> grid'}" for k, v in data["crossover_batch"].items()), markup=False)
-    for engine, cfg in data["engine_configs"].items():
-        if cfg is not None and engine != "note":
-            con.print(f"[dim]{escape(engine)}:[/dim] {escape(json.dumps(cfg))}", soft_wrap=True)
+        con.print(f"policy for {data['draft']} over batch size:", markup=False)
+        for seg in data["policy"]:
+            con.print(f"  {segment_label(seg)}", markup=False)
+    if p.pays:
+        con.print("where each draft pays (contexts pooled over the load):", markup=False)
+        for label, where in pays_by_draft(p).items():
+            con.print(f"  {label}: {where}", markup=False)
+    for name, cfg in data["engine_configs"].items():
+        if cfg is None:
+            continue
+        if name == "note":
+            con.print(f"engine configs: {cfg}", markup=False)
+            continue
+        con.print(f"[bold]{escape(name)}[/bold]:")
+        con.print(_indented_yaml(cfg, con.width), markup=False, soft_wrap=True)
     for note in data["notes"]:
         con.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def _indented_yaml(cfg: object, width: int) -> str:
+    """An engine config as an indented YAML block within the terminal's width (values never cut): PyYAML
+    breaks a flow collection only after the item that crosses `width`, so it is given room for one item."""
+    text = yaml.safe_dump(plain(cfg), sort_keys=False, default_flow_style=None, width=max(40, width - 32),
+                          allow_unicode=True)
+    return "\n".join("  " + line for line in text.rstrip().splitlines())
+
+
+def _write_engine_configs(folder: Path, configs: dict[str, object]) -> None:
+    """DIR/<engine>.json for each engine that runs the plan (all or nothing; DIR made if absent)."""
+    if not folder.exists() and folder.parent.is_dir():
+        folder.mkdir()
+    with Outputs() as outs:
+        for name, cfg in configs.items():
+            if cfg is not None and name != "note":
+                path = outs.path(folder / f"{name}.json", "--engine-configs")
+                path.write_text(json.dumps(plain(cfg), indent=2) + "\n")
 
 
 @app.command()

@@ -200,6 +200,11 @@ class HardwareProfile:
             object.__setattr__(self, "total_memory_bytes", self.memory_bytes / 1e9 * 2**30)
 
     @property
+    def is_hopper(self) -> bool:
+        """An NVIDIA Hopper GPU (H100, H200, H20, H800, GH200): where engines default to FlashAttention-3."""
+        return self.vendor == "nvidia" and bool(re.search(r"\b(GH200|H100|H200|H20|H800)\b", self.description))
+
+    @property
     def moe_tuned_shapes(self) -> frozenset[tuple[float, float]]:
         """(experts, N) pairs of the 16-bit tuned configs in `moe_tuned_configs` (files without a dtype
         selector: SGLang's bf16/fp16 kernels; quantised configs name their dtype)."""

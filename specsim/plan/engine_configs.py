@@ -60,11 +60,12 @@ def tree_paths(seg: dict[str, Any], rates: list[float] | None = None) -> list[tu
 def engine_configs(method: str, policy: list[dict[str, Any]], draft_model: str | None = None,
                    draft_tp: int | None = None, topk: int = 1, num_draft_tokens: int | None = None,
                    dynamic_profile: dict[str, Any] | None = None,
-                   chain_policy: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                   chain_policy: list[dict[str, Any]] | None = None, hopper_fa3: bool = True) -> dict[str, Any]:
     """{vllm, trtllm, sglang} snippets for a method and a policy of {batch_from, batch_to, k[, topk,
     num_draft_tokens]} segments. `chain_policy` is the best chain-only schedule (for the per-batch chain
     lengths of vLLM and TensorRT-LLM when the policy uses trees); `topk` / `num_draft_tokens` are the old
-    fixed-tree arguments, applied to segments that do not carry their own."""
+    fixed-tree arguments, applied to segments that do not carry their own. `hopper_fa3`: the GPU is one on
+    which SGLang's default attention backend is FA3 (Hopper), where its trees switch kernels (the caveat)."""
 
     def norm(segs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out = [dict(seg) for seg in segs]
@@ -152,7 +153,7 @@ def engine_configs(method: str, policy: list[dict[str, Any]], draft_model: str |
         if len(bands) > 1:
             out["sglang"]["note"] = ("SGLang fixes these per server: run the band that matches the load (or route "
                                      "by load between servers); the top-level flags are the lowest-load band's")
-        if any(b["--speculative-eagle-topk"] > 1 for b in bands):
+        if hopper_fa3 and any(b["--speculative-eagle-topk"] > 1 for b in bands):
             out["sglang"]["caveat"] = SGLANG_TREE_CAVEAT
     else:
         out["sglang"] = None

@@ -211,7 +211,7 @@ class Plan:
     draft_label: str
     buckets: list[BucketPlan]
     policy: list[dict[str, Any]]  # segments over batch: {batch_from, batch_to, k, topk, num_draft_tokens}
-    crossover: dict[str, int | None]  # per draft: first batch where it stops paying
+    crossover: dict[str, int | None]  # per draft: first batch (past where it pays) where it stops paying
     gain: float  # load-weighted throughput (or latency) gain over plain decoding
     per_draft_gain: dict[str, float]
     arrival: dict[str, Any] | None = None
@@ -220,6 +220,7 @@ class Plan:
     dynamic_profile: dict[str, Any] | None = None  # vLLM dynamic speculative decoding profile
     chain_policy: list[dict[str, Any]] | None = None  # the best chain-only schedule (engines without trees)
     serving: dict[str, Any] | None = None  # objective slo with traffic: the choice by simulation (simulate/slo.py)
+    pays: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # per draft: batch ranges where it pays
 
 
 def bucket_points(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -329,6 +330,9 @@ def merge_runs(score: np.ndarray, schedule: np.ndarray, tol: float = TIE) -> np.
 
 
 def _segments(grid: np.ndarray, choice: np.ndarray, configs: list[Config]) -> list[dict[str, Any]]:
+    """The schedule as contiguous batch bands: a grid point's configuration holds from its batch up to the
+    next point's, so every batch size from 1 to the grid's top belongs to exactly one band (an engine
+    config must cover every batch it can see)."""
     segments: list[dict[str, Any]] = []
     for b, c in zip(grid, choice, strict=True):
         cfg = configs[int(c)].as_dict() if c >= 0 else {"k": -1, "topk": 1, "num_draft_tokens": None,
@@ -336,8 +340,25 @@ def _segments(grid: np.ndarray, choice: np.ndarray, configs: list[Config]) -> li
         if segments and all(segments[-1][key] == cfg[key] for key in cfg):
             segments[-1]["batch_to"] = int(b)
         else:
+            if segments:
+                segments[-1]["batch_to"] = int(b) - 1
             segments.append({"batch_from": int(b), "batch_to": int(b), **cfg})
     return segments
+
+
+def batch_ranges(grid: np.ndarray, mask: np.ndarray) -> list[tuple[int, int]]:
+    """The grid points where `mask` holds as inclusive batch ranges, each reaching up to the batch before
+    the next grid point (the last to the grid's top)."""
+    out: list[tuple[int, int]] = []
+    for j, b in enumerate(grid):
+        if not mask[j]:
+            continue
+        end = int(grid[j + 1]) - 1 if j + 1 < len(grid) else int(b)
+        if out and j > 0 and mask[j - 1]:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((int(b), end))
+    return out
 
 
 def _batch_grid(s: Scenario) -> np.ndarray:
@@ -353,12 +374,16 @@ def _pooled(s: Scenario) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(pooled.items()))
 
 
-def crossover_batch(t: Target, d: Draft, s: Scenario) -> int | None:
-    """First batch of the grid (contexts pooled over the load) where d's best configuration is plain decoding."""
+def pays_and_crossover(t: Target, d: Draft, s: Scenario) -> tuple[list[tuple[int, int]], int | None]:
+    """Where d pays and where it first stops, over the batch grid with contexts pooled over the load:
+    (batch ranges where d's best configuration beats plain decoding, the first batch after one where it
+    paid at which plain decoding is best; None if it never stops within the grid)."""
     grid = _batch_grid(s)
     score, _, _ = _grid_scores(t, d, s, grid, [_pooled(s)] * len(grid))
-    off = [int(b) for j, b in enumerate(grid) if pick_k(score[:, j]) == 0]
-    return off[0] if off else None
+    pick = np.array([pick_k(score[:, j]) for j in range(len(grid))])
+    pays = batch_ranges(grid, pick > 0)
+    after = grid[(pick == 0) & (np.arange(len(grid)) > (np.flatnonzero(pick > 0)[0] if pays else -1))]
+    return pays, (int(after[0]) if after.size else None)
 
 
 def require_fit(s: Scenario, t: Target, batch: np.ndarray, ctx: np.ndarray, labels: list[str]) -> None:
@@ -498,7 +523,8 @@ def _plan(s: Scenario, detail: bool = True) -> Plan:
                                   _rows(ev, choice[i], idx, batch, ctx, share), _rows(base, 0, idx, batch, ctx, share),
                                   bool(base.feasible[0, idx].all()), cfg.topk if cfg.is_tree else 1,
                                   int(cfg.nodes) if cfg.is_tree and cfg.nodes is not None else None))
-    crossover = {d.label: crossover_batch(t, d, s) for d in drafts} if detail else {}
+    pays_cross = {d.label: pays_and_crossover(t, d, s) for d in drafts} if detail else {}
+    crossover = {label: pc[1] for label, pc in pays_cross.items()}
     speculating = any(bp.k for bp in buckets)
     notes = []
     if s.objective == "slo":
@@ -515,7 +541,8 @@ def _plan(s: Scenario, detail: bool = True) -> Plan:
             if detail else None)
     return Plan(s, best.method if speculating else "none", best.label, buckets, policy, crossover,
                 float(gain(total)), {d.label: float(gain(tot)) for d, tot in zip(drafts, dec.totals, strict=True)},
-                None, notes, band, _dynamic_profile(t, ev.draft, s, grid) if detail else None, chain_policy)
+                None, notes, band, _dynamic_profile(t, ev.draft, s, grid, chain_policy) if detail else None,
+                chain_policy, pays={label: pc[0] for label, pc in pays_cross.items()})
 
 
 def _band_decision(s: Scenario, t: Target, drafts: list[Draft], best: Draft, choice: list[int], batch: np.ndarray,
@@ -550,7 +577,8 @@ def _band_decision(s: Scenario, t: Target, drafts: list[Draft], best: Draft, cho
     return out
 
 
-def _dynamic_profile(t: Target, d: Draft, s: Scenario, grid: np.ndarray) -> dict[str, Any] | None:
+def _dynamic_profile(t: Target, d: Draft, s: Scenario, grid: np.ndarray,
+                     chain_policy: list[dict[str, Any]]) -> dict[str, Any] | None:
     """vLLM's dynamic speculative decoding profile (DynamicSpeculativeConfig), written from the model instead
     of its hour-long sweep: `batch_stats` = step latency in ms per batch size and number of drafts (the
     sweep's ITL; at 0 drafts the plain step), `acceptance_rate_per_pos` = unconditional P(draft i accepted)
@@ -558,7 +586,8 @@ def _dynamic_profile(t: Target, d: Draft, s: Scenario, grid: np.ndarray) -> dict
     vLLM's manager picks k per batch by goodput = AL / ITL."""
     if d.method == "none" or d.is_tree:
         return None
-    kmax = max(1, min(s.max_k, 8))
+    # up to 8 drafts (vLLM's sweep default), and never fewer than the schedule's own largest k
+    kmax = max(1, min(s.max_k, 8), *(int(seg["k"]) for seg in chain_policy))
     sizes = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, *(int(b.batch) for b in s.buckets)} | {int(grid[-1])})
     ctx = float(sum(c * w for c, w in _pooled(s)))
     chain = d.with_tree(1, None)

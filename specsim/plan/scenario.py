@@ -15,7 +15,7 @@ from typing import Any
 from specsim.acceptance.metrics import load_acceptance
 from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES
 from specsim.cost.hardware import HardwareProfile, load_hardware
-from specsim.cost.model import ModelSpec, load_model
+from specsim.cost.model import ModelSpec, catalogue_dir, load_model, resolve_name
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile, load_engine
@@ -169,6 +169,17 @@ def _relative(value: Any, base: Path) -> str:
     return text
 
 
+def _model_ref(value: Any, base: Path) -> str:
+    """A scenario's `model:`: a catalogue name, a Hugging Face id (org/name, as `-m` takes), or a path to
+    a config.json (or its folder) relative to the scenario. A Hugging Face id that the catalogue knows
+    is read as that id unless a file or folder of that name exists beside the scenario."""
+    text = str(value)
+    rel = _relative(text, base)
+    if rel != text and not Path(rel).exists() and (catalogue_dir() / f"{resolve_name(text)}.json").is_file():
+        return text
+    return rel
+
+
 def _read_acceptance_file(spec: Any, base: Path, where: str) -> Any:
     """A draft mapping whose acceptance is {file: PATH[, k: K]} with that file read (relative to the
     scenario) into an AcceptanceProfile; anything else unchanged."""
@@ -238,7 +249,7 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
     base = Path(where).parent
     try:
         hw = load_hardware(_relative(data["hardware"], base))
-        model = load_model(_relative(data["model"], base))
+        model = load_model(_model_ref(data["model"], base))
     except SpecsimError as exc:
         raise SpecsimError(f"{where}: {exc}") from None
     objective = str(data.get("objective", "throughput"))

@@ -33,6 +33,29 @@ def _shape(seg: dict[str, Any]) -> str:
     return f"k = {seg['k']}"
 
 
+def segment_label(seg: dict[str, Any]) -> str:
+    """One band of a policy as a user reads it: 'batch 2-6: tree topk 4 x 21 nodes, depth 5', 'batch
+    36-47: k = 4', 'batch 302-512: off' or '...: does not fit'."""
+    what = "does not fit" if seg["k"] < 0 else _shape(seg) if seg["k"] else "off"
+    span = f"{seg['batch_from']}" if seg["batch_from"] == seg["batch_to"] else f"{seg['batch_from']}-{seg['batch_to']}"
+    return f"batch {span}: {what}"
+
+
+def pays_phrase(ranges: list[tuple[int, int]] | list[list[int]], top: int | None) -> str:
+    """Where a draft pays, as batch ranges: 'batch 3-90', 'every batch up to 512', 'never (batch 1-512)'."""
+    if not ranges:
+        return f"never (batch 1-{top})" if top else "never"
+    if len(ranges) == 1 and ranges[0][0] == 1 and top is not None and ranges[0][1] >= top:
+        return f"every batch up to {top}"
+    return "batch " + ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in ranges)
+
+
+def pays_by_draft(plan: Plan) -> dict[str, str]:
+    """Each draft's `pays_phrase` over the plan's batch grid."""
+    top = plan.policy[-1]["batch_to"] if plan.policy else None
+    return {label: pays_phrase(r, top) for label, r in plan.pays.items()}
+
+
 def band_sentence(plan: Plan) -> str:
     """'holds across the acceptance band (+12% to +40%)' or 'depends on acceptance: ... measure first'."""
     band = plan.band
@@ -162,12 +185,14 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "objective": s.objective, "recommendation": recommendation(plan), "method": plan.method,
         "draft": plan.draft_label, "gain": plan.gain, "per_draft_gain": plan.per_draft_gain,
         "buckets": buckets, "policy": plan.policy, "crossover_batch": plan.crossover,
+        "pays_at_batch": {label: [list(r) for r in ranges] for label, ranges in plan.pays.items()},
         "arrival": plan.arrival, "acceptance": acceptance, "acceptance_band": plan.band,
         "serving": plan.serving,
         "engine_configs": engine_configs(plan.method, plan.policy,
                                          d.model.name if d is not None and d.model is not None else None,
                                          d.draft_tp if d is not None else None,
-                                         dynamic_profile=plan.dynamic_profile, chain_policy=plan.chain_policy),
+                                         dynamic_profile=plan.dynamic_profile, chain_policy=plan.chain_policy,
+                                         hopper_fa3=s.hardware.is_hopper),
         "notes": plan.notes,
     }
 
@@ -200,9 +225,9 @@ def plan_markdown(plan: Plan) -> str:
             taus = band.get("tau_central", {}) if which == "central" else case.get("tau", {})
             tau = ", ".join(f"{k} {v:.2f}" for k, v in taus.items()) or "-"
             lines.append(f"| {which} | {tau} | {case['gain']:.2f}x | {case['method']} |")
-    if data["crossover_batch"]:
-        lines += ["", "Crossover batch (speculation stops paying): " + ", ".join(
-            f"{k}: {v if v is not None else 'never (within the grid)'}" for k, v in data["crossover_batch"].items())]
+    if plan.pays:
+        lines += ["", "Where each draft pays (beats plain decoding, contexts pooled over the load): " + "; ".join(
+            f"{k}: {v}" for k, v in pays_by_draft(plan).items())]
     if data["serving"]:
         sv = data["serving"]
         lines += ["", f"Chosen by simulation at {sv['target_rate_rps']:g} requests/s ({sv['requests']:,} seeded "

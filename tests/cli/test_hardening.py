@@ -255,15 +255,18 @@ def test_usage_error_is_one_line_exit_2() -> None:
     assert r.code == 2 and r.err.count("\n") == 1 and "--batch" in r.err
 
 
-@pytest.mark.parametrize("width", [60, 100, 200])
+@pytest.mark.parametrize("width", [60, 80, 100, 200])
 def test_tables_fit_the_terminal(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line within the terminal and nothing cut (no ellipsis): tables change layout, engine configs
+    are indented YAML blocks."""
     monkeypatch.setenv("COLUMNS", str(width))
     for cmd in (["plan", FAST], ["forward", "-H", "h100-sxm", "-m", "llama-3.1-8b", "--tokens", "1,8"],
-                ["models", "list"]):
+                ["models", "list"], ["hardware", "list"], ["engines", "list"]):
         r = invoke(*cmd)
         assert r.code == 0, r.err
-        table = [line for line in r.out.splitlines() if any(ch in line for ch in "│┃┏┗┡━─")]
-        assert table and max(len(line) for line in table) <= width, cmd  # engine configs stay unbroken lines
+        lines = r.out.splitlines()
+        assert lines and max(len(line) for line in lines) <= width, (cmd, max(lines, key=len))
+        assert "…" not in r.out, cmd
 
 
 # --- scenario-relative paths -----------------------------------------------------------------------------------
