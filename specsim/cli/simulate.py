@@ -118,7 +118,7 @@ def simulate(
             goal = target_rate if target_rate is not None else setup.limits.target_rate_rps
             outcome = run_scenario(setup, compare, goal, max_replicas, progress=tick)
     if frame is not None:  # printed once the progress bar is gone
-        _emit_sweep(setup, frame, fmt)
+        _emit_sweep(setup, frame, fmt, rates)
         return
     assert outcome is not None
     if timeseries is not None:
@@ -140,20 +140,32 @@ def _policies(values: list[str]) -> list[SpecPolicy]:
 
 @contextlib.contextmanager
 def _progress() -> Iterator[Any]:
-    """A transient progress bar on stderr (only at a terminal): tick(description[, done, total]); without a
-    total the bar pulses (one long simulation), with one it fills (a sweep's simulations)."""
+    """A transient progress bar on stderr, only when stderr is a terminal: tick(description[, done, total]);
+    without a total the bar pulses (one long simulation), with one it fills (a sweep's simulations). Whether
+    it is a terminal is asked of the stream itself, not of rich (which takes FORCE_COLOR or TTY_COMPATIBLE in
+    the environment for a terminal), so a redirected or captured stderr gets no progress text."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    err = Console(file=sys.stderr)
+    stream = sys.stderr
+    tty = _isatty(stream)
+    err = Console(file=stream, force_terminal=tty)
     with Progress(TextColumn("[bold]simulate[/bold] {task.description:<34}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
+                  TimeElapsedColumn(), console=err, transient=True, disable=not tty) as bar:
         task = bar.add_task("loading", total=None)
 
         def tick(step: str, done: int | None = None, total: int | None = None) -> None:
             bar.update(task, description=step, completed=done or 0, total=total)
 
         yield tick
+
+
+def _isatty(stream: Any) -> bool:
+    """Whether a stream is a terminal (False for one without isatty, or closed)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 @contextlib.contextmanager
@@ -186,6 +198,9 @@ def _backend(name: str) -> Iterator[None]:
 
 
 # --- output --------------------------------------------------------------------------------------------
+# Tables are laid out to fit an 80-column terminal as they are: the runs are columns named "off" and "on"
+# (the policy, whatever its length, is named on a line of its own above the table), names are short with
+# their units, and a sweep prints one table per draft and policy with two-line headers.
 
 def _ms(x: float) -> float:
     return x * 1e3
@@ -199,7 +214,7 @@ ROWS: tuple[tuple[str, str, Any], ...] = (
     ("e2e p50 (s)", "e2e_s.p50", None), ("e2e p99 (s)", "e2e_s.p99", None),
     ("queueing p99 (ms)", "queue_s.p99", _ms),
     ("output tokens/s", "output_tok_s", None), ("requests/s", "requests_per_s", None),
-    ("goodput (requests/s within SLO)", "goodput_rps", None), ("SLO attainment", "slo_attainment", None),
+    ("goodput (req/s in SLO)", "goodput_rps", None), ("SLO attainment", "slo_attainment", None),
     ("mean decode batch", "mean_decode_batch", None), ("mean waiting", "mean_waiting", None),
     ("peak KV (tokens)", "peak_kv_tokens", None), ("tokens per decode step", "tokens_per_decode_step", None),
     ("preemptions", "preemptions", None), ("rejected", "rejected", None),
@@ -223,6 +238,11 @@ def _value(m: Any, dotted: str, scale: Any) -> float | None:
     return scale(v) if scale is not None else v
 
 
+def _curve_start_rps(a: Any) -> float:
+    """A rate curve's rate (requests/s) at the hour its run starts (the simulation's t = 0)."""
+    return float(a.rate_at(np.asarray([a.start_hour], dtype=np.float64))[0])
+
+
 def _describe_arrivals(setup: Setup) -> str:
     from specsim.simulate.traffic import Gamma, Poisson, RateCurve, TraceArrivals
 
@@ -233,7 +253,7 @@ def _describe_arrivals(setup: Setup) -> str:
         return f"gamma gaps (CV {a.cv:g}) at {a.rate_rps:g} requests/s"
     if isinstance(a, RateCurve):
         return (f"rate curve over the day (daily mean {a.mean_rate_rps:.3g} requests/s, gap CV {a.cv:g}) from hour "
-                f"{a.start_hour:g}")
+                f"{a.start_hour:g}, where it is {_curve_start_rps(a):.3g} requests/s")
     if isinstance(a, TraceArrivals):
         return f"trace {Path(a.trace.source).name} x{a.speedup:g}"
     return type(a).__name__
@@ -284,8 +304,17 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
     })
 
 
+def _run_name(r: Any) -> str:
+    """A run's column: "off" or "on" (the policy itself is named above the table)."""
+    return "on" if r.policy.enabled else "off"
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+
 def _metric_rows(o: Outcome) -> tuple[list[str], list[list[Any]]]:
-    cols = ["quantity", *(r.policy.label for r in o.runs)]
+    cols = ["quantity", *(_run_name(r) for r in o.runs)]
     if o.off is not None and o.on is not None:
         cols.append("on / off")
     rows = []
@@ -296,12 +325,51 @@ def _metric_rows(o: Outcome) -> tuple[list[str], list[list[Any]]]:
         if dotted == "slo_attainment":
             vals = [None if v is None else round(100 * v, 2) for v in vals]
             name = "SLO attainment (%)"
-        row: list[Any] = [name, *vals]
+        ratio = None
         if len(cols) > len(o.runs) + 1:
             a, b = vals
-            row.append(None if a is None or b is None or a == 0 else b / a)
+            ratio = None if a is None or b is None or a == 0 else b / a
+        shown: list[Any] = list(vals)
+        if scale is None and all(_is_count(_get(r.metrics, dotted)) for r in o.runs):  # counts: 131,281, not .0
+            shown = [None if v is None else f"{round(v):,}" for v in vals]
+        row: list[Any] = [name, *shown]
+        if len(cols) > len(o.runs) + 1:
+            row.append(ratio)
         rows.append(row)
     return cols, rows
+
+
+def _replica_rows(o: Outcome) -> tuple[list[str], list[list[Any]]]:
+    """Replicas for the target rate, one column per run (off, on), one row per quantity."""
+    runs = [r for r in o.runs if r.policy.label in o.replicas]
+    plans = [o.replicas[r.policy.label] for r in runs]
+    cols = ["quantity", *(_run_name(r) for r in runs)]
+    rows: list[list[Any]] = [
+        ["replicas", *(rp.replicas for rp in plans)],
+        ["GPUs", *(rp.gpus for rp in plans)],
+        ["meets the SLO", *(rp.meets_slo for rp in plans)],
+        ["TTFT p99 per replica (ms)", *(rp.per_replica.ttft_s.p99 * 1e3 for rp in plans)],
+        ["TPOT p99 per replica (ms)", *(rp.per_replica.tpot_s.p99 * 1e3 for rp in plans)],
+        ["$ per M output tokens", *(rp.cost_per_mtok_usd for rp in plans)],
+    ]
+    return cols, rows
+
+
+def _head_lines(o: Outcome, data: dict[str, Any]) -> tuple[str, list[str]]:
+    """The title and what each column ran: "off" and "on" (draft, policy and where the policy came from),
+    then the traffic."""
+    st = o.setup
+    s = st.scenario
+    head = f"{s.name}: {s.model.name} on {s.tp}x {s.hardware.name} ({s.engine.name})"
+    lines = []
+    if o.off is not None:
+        lines.append("off: no speculation" + (f" (policy from {st.policy_source})" if o.on is None else ""))
+    if o.on is not None:
+        lines.append(f"on: {data['draft']}, policy {o.on.policy.label} (from {st.policy_source})")
+    rate = data["traffic"]["simulated_rate_rps"]
+    lines.append(f"traffic: {o.requests.n:,} requests, {data['traffic']['arrivals']}"
+                 + (f"; {rate:.3g} requests/s simulated" if rate else "") + f"; seed {st.seed}")
+    return head, lines
 
 
 def _emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
@@ -326,40 +394,33 @@ def _emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
         emit(pd.DataFrame(records), "csv")
         return
     st = o.setup
-    s = st.scenario
-    head = (f"{s.name}: {s.model.name} on {s.tp}x {s.hardware.name} ({s.engine.name}); "
-            f"{data['draft']} {st.policy.label} ({st.policy_source})"
-            + (" against no speculation" if o.off is not None and o.on is not None else ""))
-    rate = data["traffic"]["simulated_rate_rps"]
-    sub = (f"{o.requests.n:,} requests, {data['traffic']['arrivals']}"
-           + (f", {rate:.3g} requests/s simulated" if rate else "") + f", seed {st.seed}")
+    head, top = _head_lines(o, data)
     cols, rows = _metric_rows(o)
+    title = "speculation off and on" if len(o.runs) > 1 else "simulation"
+    rep_title = f"replicas for {o.target_rate_rps or 0:g} requests/s"  # narrower than its table: not wrapped
     lines: list[str] = []
-    if o.replicas:
-        rep_cols = ["policy", "replicas", "GPUs", "meets SLO", "TTFT p99 (ms)", "TPOT p99 (ms)", "$ per M tokens"]
-        rep_rows = [[lab, rp.replicas, rp.gpus, rp.meets_slo, rp.per_replica.ttft_s.p99 * 1e3,
-                     rp.per_replica.tpot_s.p99 * 1e3, rp.cost_per_mtok_usd] for lab, rp in o.replicas.items()]
     acc = ", ".join(f"{c['workload']} {c['share']:.0%}: {c['tokens_per_step']:.2f} tokens/step at k = "
                     f"{max(1, st.policy.max_k)}" for c in data["acceptance"]) if st.policy.enabled else ""
-    kv = ", ".join(f"{k}: {v:,}" for k, v in data["serving"]["kv_capacity_tokens"].items())
+    kv = ", ".join(f"{_run_name(r)} {r.kv_capacity_tokens:,}" for r in o.runs)
     lines.append(f"KV capacity (tokens, {data['serving']['kv_source']}): {kv}")
     if acc:
         lines.append(f"acceptance per request: {acc}")
     if timeseries is not None:
         lines.append(f"wrote {timeseries}: batch, running, waiting and KV tokens over time per policy")
     if fmt == "markdown":
-        out = [f"**{head}**", "", sub, "", markdown_table(cols, rows)]
+        out = [f"**{head}**", "", *(line + "  " for line in top), "", markdown_table(cols, rows)]
         if o.replicas:
-            out += [f"Replicas for {o.target_rate_rps:g} requests/s:", "", markdown_table(rep_cols, rep_rows)]
+            out += [f"{rep_title[0].upper()}{rep_title[1:]}:", "", markdown_table(*_replica_rows(o))]
         out += [line + "  " for line in lines] + [f"> {n}" for n in st.notes]
         sys.stdout.write("\n".join(out) + "\n")
         return
     con = console()
     con.print(head, style="bold", markup=False)
-    con.print(sub, markup=False)
-    print_rows_table("speculation off and on" if len(o.runs) > 1 else "simulation", cols, rows)
+    for line in top:
+        con.print(line, markup=False)
+    print_rows_table(title, cols, rows)
     if o.replicas:
-        print_rows_table(f"replicas for {o.target_rate_rps:g} requests/s within the SLO", rep_cols, rep_rows)
+        print_rows_table(rep_title, *_replica_rows(o))
     for line in lines:
         con.print(line, markup=False)
     for note in st.notes:
@@ -378,23 +439,130 @@ def _timeseries_frame(o: Outcome) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-SWEEP_COLUMNS = ("rate_rps", "draft", "policy", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tok_s",
-                 "goodput_rps", "cost_per_mtok_usd")
+# A sweep's table columns: (frame column, scale, header at the terminal (two lines), header in Markdown).
+# "arrived" is not a frame column: the mean arrival rate of the requests each rate simulated (`_arrived`).
+SWEEP_COLUMNS: tuple[tuple[str, float, str, str], ...] = (
+    ("rate_rps", 1.0, "rate\nreq/s", "rate (req/s)"),
+    ("arrived", 1.0, "arrived\nreq/s", "arrived (req/s)"),
+    ("ttft_p99_s", 1e3, "TTFT\np99 ms", "TTFT p99 (ms)"),
+    ("tpot_p50_s", 1e3, "TPOT\np50 ms", "TPOT p50 (ms)"),
+    ("tpot_p99_s", 1e3, "TPOT\np99 ms", "TPOT p99 (ms)"),
+    ("output_tok_s", 1.0, "output\ntok/s", "output (tokens/s)"),
+    ("goodput_rps", 1.0, "goodput\nreq/s", "goodput (req/s in SLO)"),
+    ("cost_per_mtok_usd", 1.0, "$ per M\ntokens", "$ per M output tokens"),
+)
 
 
-def _emit_sweep(setup: Setup, frame: pd.DataFrame, fmt: str) -> None:
+def _sig(v: Any, digits: int = 4) -> str | None:
+    """A number to `digits` significant figures (at least its integer part, thousands separated); None for a
+    missing one."""
+    if v is None:
+        return None
+    x = float(v)
+    if not math.isfinite(x):
+        return None
+    if x == 0:
+        return "0"
+    decimals = min(8, max(0, digits - 1 - math.floor(math.log10(abs(x)))))
+    return f"{x:,.{decimals}f}"
+
+
+def _rate_axis(rates: list[float] | None) -> list[float | None]:
+    """The swept rates, or [None]: the traffic's own (as `run.sweep_cases`)."""
+    return list(rates) if rates else [None]
+
+
+def _rate_of(setup: Setup, rate: float | None) -> tuple[float, Any]:
+    """(the rate a sweep's row is labelled with, the traffic it simulated): as `run.sweep_cases` builds them."""
+    traffic = setup.traffic if rate is None else setup.traffic.with_rate(rate)
+    return float(traffic.mean_rate_rps if rate is None else rate), traffic
+
+
+def _arrived(setup: Setup, rates: list[float] | None) -> dict[float, float | None]:
+    """The mean arrival rate of the requests each swept rate simulated (the same seeded requests the sweep
+    generated), by the rate its rows carry."""
+    from specsim.simulate.traffic import generate_requests
+
+    out: dict[float, float | None] = {}
+    for rate in _rate_axis(rates):
+        label, traffic = _rate_of(setup, rate)
+        req = generate_requests(traffic, setup.seed)
+        out[label] = req.mean_rate_rps if req.n > 1 else None
+    return out
+
+
+def _rate_notes(setup: Setup, rates: list[float] | None) -> list[str]:
+    """What the rate column means for this traffic, and what 'arrived' is: a rate curve is scaled to each
+    rate as its daily mean (`Traffic.with_rate`), so the run, which starts at the curve's start hour, sees
+    the curve's rate there, scaled alike."""
+    from specsim.simulate.traffic import Gamma, Poisson, RateCurve, TraceArrivals
+
+    a = setup.traffic.arrivals
+    arrived = "arrived: the mean arrival rate of the requests simulated at that rate"
+    if isinstance(a, RateCurve):
+        factor = _curve_start_rps(a) / a.mean_rate_rps
+        shown = [_rate_of(setup, r)[0] for r in _rate_axis(rates)]
+        at = ", ".join(f"rate {r:g}: {r * factor:.3g} requests/s" for r in shown)
+        return [f"rate: the daily mean of the scenario's rate curve (the whole curve is scaled to it). The run "
+                f"starts at hour {a.start_hour:g}, where the curve is at {factor:.3g}x its daily mean "
+                f"({at}), and follows the curve from there.", arrived]
+    if isinstance(a, Poisson):
+        what = "the mean arrival rate (Poisson arrivals)"
+    elif isinstance(a, Gamma):
+        what = f"the mean arrival rate (gamma gaps, CV {a.cv:g})"
+    elif isinstance(a, TraceArrivals):
+        what = (f"the trace {Path(a.trace.source).name} sped up to this mean rate over the whole trace "
+                f"(its own: {a.trace.mean_rate_rps:.3g} requests/s)")
+    else:
+        what = "the mean arrival rate"
+    return [f"rate: {what}", arrived]
+
+
+def _sweep_groups(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The sweep's rows by draft and policy, in the order they first appear: (title, rows)."""
+    keys = list(dict.fromkeys(zip(frame["draft"], frame["policy"], strict=True)))
+    out = []
+    for draft, pol in keys:
+        part = frame[(frame["draft"] == draft) & (frame["policy"] == pol)]
+        out.append(("off (no speculation)" if pol == "off" else f"{draft}, policy {pol}", part))
+    return out
+
+
+def _emit_sweep(setup: Setup, frame: pd.DataFrame, fmt: str, rates: list[float] | None) -> None:
     if fmt in ("csv", "json"):
         emit(frame, fmt)
         return
-    cols = [c for c in SWEEP_COLUMNS if c in frame.columns and frame[c].notna().any()]
-    view = frame[cols].copy()
-    for c in cols:
-        if c.endswith("_s") and c.startswith(("ttft", "tpot")):
-            view[c] = view[c] * 1e3
-    view.columns = [c[:-2] + "_ms" if c.endswith("_s") and c.startswith(("ttft", "tpot")) else c for c in cols]
+    view = frame.copy()
+    arrived = _arrived(setup, rates)
+    view["arrived"] = [arrived.get(float(r)) for r in view["rate_rps"]]
+    shown = [c for c in SWEEP_COLUMNS if c[0] in view.columns and view[c[0]].notna().any()]
     s = setup.scenario
-    emit(view, fmt, f"{s.name}: {len(frame)} simulations, {setup.traffic.num_requests or 'all'} requests each, "
-                    f"seed {setup.seed}")
+    n = setup.traffic.num_requests
+    title = (f"{s.name}: {len(frame)} simulations, {f'{n:,}' if n else 'all'} requests each, seed "
+             f"{setup.seed}")
+    notes = _rate_notes(setup, rates)
+    if fmt == "markdown":
+        cols = [shown[0][3], "draft", "policy", *(c[3] for c in shown[1:])]
+        rows = [[r[shown[0][0]], r["draft"], r["policy"], *(_scaled(r[c[0]], c[1]) for c in shown[1:])]
+                for _, r in view.iterrows()]
+        sys.stdout.write(f"**{title}**\n\n" + markdown_table(cols, rows, text_columns=3) + "\n"
+                         + "".join(f"{line}  \n" for line in notes))
+        return
+    con = console()
+    con.print(title, style="bold", markup=False)
+    for name, part in _sweep_groups(view):
+        rows = [[_sig(_scaled(r[c[0]], c[1])) if c[0] != "rate_rps" else f"{float(r[c[0]]):g}" for c in shown]
+                for _, r in part.iterrows()]
+        print_rows_table(name, [c[2] for c in shown], rows, text_columns=0)
+    for line in notes:
+        con.print(line, markup=False)
+
+
+def _scaled(v: Any, scale: float) -> float | None:
+    if v is None:
+        return None
+    x = float(v)
+    return x * scale if math.isfinite(x) else None
 
 
 __all__ = ["outcome_dict", "simulate"]
