@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +20,7 @@ from specsim.cli._options import (
     Context,
     CostModel,
     DtypeAlias,
+    Engine,
     Fmt,
     Hardware,
     KvDtype,
@@ -30,9 +34,13 @@ from specsim.cli._options import (
 from specsim.cli.main import app
 from specsim.cost import hardware as hwmod
 from specsim.cost import model as modelmod
-from specsim.cost.dtypes import weight_bytes
-from specsim.cost.forward import FAMILIES, breakdown
-from specsim.cost.ops import PassShape, head_ops, layer_ops, make_shape
+from specsim.cost.costmodel import describe
+from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES, canonical, weight_bytes
+from specsim.cost.forward import breakdown
+from specsim.cost.ops import head_ops, layer_ops
+from specsim.engines.pass_parts import PARTS, EngineShape, engine_ops, engine_pass, engine_shape
+from specsim.engines.profile import ALLREDUCE_KINDS, EngineProfile, load_engine
+from specsim.engines.profile import available as available_engines
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
 
@@ -106,67 +114,154 @@ def models_show(name: str, fmt: Fmt = "table") -> None:
     emit_mapping(data, fmt, f"model: {m.name}")
 
 
-AllreduceOpt = Annotated[str, typer.Option(
-    "--allreduce", help="all-reduce implementation: nccl (eager) | nccl_graph | custom (under CUDA graphs)")]
+AllreduceOpt = Annotated[str | None, typer.Option(
+    "--allreduce", help="all-reduce inside the engine's CUDA graphs: custom | nccl_graph | nccl (default: the "
+                        "engine's; a pass outside a graph runs eager NCCL)")]
 
 
-def _ops_rows(hardware: str, model: str, tp: int, dtype: str, kv_dtype: str, tokens: str, batch: int,
-              context: int, cost_model: str | None = None, allreduce: str = "nccl",
-              ) -> tuple[PassShape, tuple[hwmod.HardwareProfile, modelmod.ModelSpec]]:
+def _dtype(value: str, option: str, known: Iterable[str]) -> str:
+    """`value` itself, or SpecsimError naming `option` and the accepted values (an empty value included)."""
+    names = list(known)
+    if not str(value).strip() or canonical(value) not in names:
+        raise SpecsimError(f"{option} must be one of {' | '.join(names)}, got {value!r}")
+    return value
+
+
+def _weight_dtype(value: str | None, alias: str | None) -> str:
+    """--weight-dtype (or its old name --dtype) checked against the known weight dtypes; bf16 when not given."""
+    for given, option in ((value, "--weight-dtype"), (alias, "--dtype")):
+        if given is not None:
+            _dtype(given, option, WEIGHT_BYTES)
+    return weight_dtype(value, alias)
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What `ops` and `forward` resolved from their options: the profiles and where each point runs."""
+
+    hw: hwmod.HardwareProfile
+    model: modelmod.ModelSpec
+    engine: EngineProfile
+    where: EngineShape
+
+
+def _resolve(hardware: str, model: str, tp: int, weight_dtype_: str | None, dtype_alias: str | None, kv_dtype: str,
+             tokens: str, batch: int, context: int, cost_model: str | None, engine: str | None,
+             allreduce: str | None) -> _Pass:
+    from specsim.plan.evaluate import DEFAULT_ENGINE  # the engine evaluate and plan price with by default
+
     q = np.array(parse_int_list(tokens, "--tokens"), dtype=float)
     if np.any(q < 1):
         raise SpecsimError("--tokens must be >= 1")
     check_batch_context(batch, context)
+    dtype = _weight_dtype(weight_dtype_, dtype_alias)
+    _dtype(kv_dtype, "--kv-dtype", KV_BYTES)
+    if allreduce is not None and allreduce not in ALLREDUCE_KINDS:
+        raise SpecsimError(f"--allreduce must be one of {' | '.join(ALLREDUCE_KINDS)}, got {allreduce!r}")
+    name = DEFAULT_ENGINE if engine is None else engine
+    if not name.strip():
+        raise SpecsimError(f"--engine must be one of {' | '.join(available_engines())} or a profile YAML, got ''")
+    e = load_engine(name)
+    if allreduce is not None:
+        e = dataclasses.replace(e, allreduce=allreduce)
     hw = hwmod.load_hardware(hardware)
     m = modelmod.load_model(model)
     m.check_tp(tp, "--tp")
     if cost_model is not None:
         hw = hw.with_cost_model(cost_model)
-    shape = make_shape(batch, q, context, tp, dtype, kv_dtype, allreduce)
-    return shape, (hw, m)
+    return _Pass(hw, m, e, engine_shape(e, batch, q, context, tp, dtype, kv_dtype))
+
+
+def _at(tokens: np.ndarray, mask: np.ndarray) -> str:
+    """The rows where `mask` holds, named by their tokens; a run of three rows or more as "first to last"."""
+    out: list[str] = []
+    i = 0
+    while i < mask.size:
+        if not mask[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < mask.size and mask[j + 1]:
+            j += 1
+        run = [int(x) for x in tokens[i:j + 1]]
+        out.append(f"{run[0]} to {run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+        i = j + 1
+    return "tokens " + ", ".join(out)
+
+
+def _engine_note(p: _Pass) -> str:
+    """How the engine runs the pass, for a title: in a CUDA graph or eagerly, which all-reduce, padding."""
+    es = p.where
+    graphed = es.graphed.ravel()
+    tokens = es.shape.tokens.ravel()
+    tp1 = es.shape.tp == 1
+
+    def kind(allreduce: str) -> str:
+        return "no all-reduce (tp 1)" if tp1 else f"{allreduce} all-reduce"
+
+    graph = f"CUDA graph, {kind(es.graph_allreduce)}"
+    eager = f"eager (no CUDA graph), {kind('nccl')}"
+    if graphed.all():
+        how = graph
+    elif not graphed.any():
+        how = eager
+    else:
+        how = f"{graph}; {eager} at {_at(tokens, ~graphed)}"
+    padded = (es.run_batch != es.shape.batch).ravel()
+    if padded.any():
+        how += f"; batch padded to the graph's at {_at(tokens, padded)}"
+    return f"engine {p.engine.name}: {how}"
 
 
 @app.command()
 def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1, context: Context = 1024,
         tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16", fmt: Fmt = "table",
-        dtype_alias: DtypeAlias = None, cost_model: CostModel = None, allreduce: AllreduceOpt = "nccl") -> None:
-    """Per-op FLOPs, bytes and time of one layer, plus the pass's embedding, LM head and sampling.
+        dtype_alias: DtypeAlias = None, cost_model: CostModel = None, engine: Engine = None,
+        allreduce: AllreduceOpt = None) -> None:
+    """Per-op FLOPs, bytes and time of one layer, plus the pass's embedding, LM head and sampling, as the
+    engine runs the pass (its CUDA graph's batch padding and all-reduce; eager NCCL outside a graph).
 
     `tokens` in the output is the total new tokens in the pass (batch x tokens per sequence).
     """
     check_format(fmt)
-    dtype = weight_dtype(weight_dtype_, dtype_alias)
-    shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context, cost_model, allreduce)
+    p = _resolve(hardware, model, tp, weight_dtype_, dtype_alias, kv_dtype, tokens, batch, context, cost_model,
+                 engine, allreduce)
+    shape = p.where.shape
     rows = []
-    for op in layer_ops(m, hw, shape) + head_ops(m, hw, shape):
+    for op in engine_ops(p.where, lambda s: layer_ops(p.model, p.hw, s) + head_ops(p.model, p.hw, s)):
         for i, t in enumerate(shape.tokens):
             rows.append({"op": op.name, "tokens": int(t), "flops": float(op.flops[i]), "bytes": float(op.bytes_[i]),
                          "time_ms": float(op.time_s[i]) * 1e3, "bound": str(op.bound[i]),
                          "kernels": float(np.broadcast_to(op.kernels, op.time_s.shape)[i])})
-    emit(pd.DataFrame(rows), fmt, f"one layer of {m.name} on {hw.name} (tp {tp}, batch {batch}, context {context})")
+    emit(pd.DataFrame(rows), fmt, f"one layer of {p.model.name} on {p.hw.name} (tp {tp}, batch {batch}, context "
+         f"{context}); {_engine_note(p)}")
 
 
 @app.command()
 def forward(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1,
             context: Context = 1024, tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16",
-            fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModel = None,
-            allreduce: AllreduceOpt = "nccl") -> None:
-    """Time of the whole forward pass, all layers, head and overheads, split by op family."""
+            fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModel = None, engine: Engine = None,
+            allreduce: AllreduceOpt = None) -> None:
+    """Time of one engine step running the whole forward pass, split into the kernels' op families, the
+    engine's launch of the pass (overhead: a CUDA-graph replay, or an eager pass's dispatch) and its host
+    work per step (host) — at --tokens 1 the plain-decoding step `evaluate` and `plan` price."""
     check_format(fmt)
-    dtype = weight_dtype(weight_dtype_, dtype_alias)
-    shape, (hw, m) = _ops_rows(hardware, model, tp, dtype, kv_dtype, tokens, batch, context, cost_model, allreduce)
-    br = breakdown(m, hw, shape)
-    fam = br.by_family()
-    total = br.time_s
-    df = pd.DataFrame({"tokens": shape.tokens.astype(int), "q_per_seq": shape.q_per_seq.astype(int),
+    p = _resolve(hardware, model, tp, weight_dtype_, dtype_alias, kv_dtype, tokens, batch, context, cost_model,
+                 engine, allreduce)
+    es = p.where
+    run = engine_pass(p.engine, p.hw, p.model, es, engine_ops(es, lambda s: breakdown(p.model, p.hw, s).ops))
+    parts = run.by_part()
+    total = run.step_s
+    df = pd.DataFrame({"tokens": es.shape.tokens.astype(int), "q_per_seq": es.shape.q_per_seq.astype(int),
                        "time_ms": total * 1e3})
-    for f in FAMILIES:
-        df[f"{f}_ms"] = fam[f] * 1e3
+    for f in PARTS:
+        df[f"{f}_ms"] = parts[f] * 1e3
     df["time_per_token_ms"] = df["time_ms"] / df["tokens"]
     df["vs_first"] = df["time_ms"] / df["time_ms"].iloc[0]
-    df["tflops"] = br.flops() / total / 1e12
-    emit(df, fmt, f"forward pass of {m.name} on {hw.name} (tp {tp}, batch {batch}, context {context}; "
-         f"{br.cost_model} cost model)")
+    df["tflops"] = run.flops() / total / 1e12
+    df["allreduce"] = es.allreduce
+    emit(df, fmt, f"forward pass of {p.model.name} on {p.hw.name} (tp {tp}, batch {batch}, context {context}; "
+         f"{describe(p.hw)} cost model); {_engine_note(p)}")
 
 
 @app.command()

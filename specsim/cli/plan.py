@@ -89,10 +89,15 @@ def plan(
 
 def _indented_yaml(cfg: object, width: int) -> str:
     """An engine config as an indented YAML block within the terminal's width (values never cut): PyYAML
-    breaks a flow collection only after the item that crosses `width`, so it is given room for one item."""
-    text = yaml.safe_dump(plain(cfg), sort_keys=False, default_flow_style=None, width=max(40, width - 32),
-                          allow_unicode=True)
-    return "\n".join("  " + line for line in text.rstrip().splitlines())
+    breaks a flow collection only after the item that crosses `width`, so it is given room for one item;
+    where even that overflows (a narrow terminal), every collection is written as a block, a key a line."""
+    for flow, room in ((None, 32), (False, 4)):
+        text = yaml.safe_dump(plain(cfg), sort_keys=False, default_flow_style=flow, width=max(20, width - room),
+                              allow_unicode=True)
+        lines = ["  " + line for line in text.rstrip().splitlines()]
+        if max(map(len, lines)) <= width:
+            break
+    return "\n".join(lines)
 
 
 def _write_engine_configs(folder: Path, configs: dict[str, object]) -> None:

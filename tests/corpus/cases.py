@@ -413,6 +413,13 @@ OPTIONS: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("unknown-command", ["frobnicate"], ("frobnicate",)),
     ("missing-option", ["ops", "-H", "h100-sxm"], ("--model",)),
     ("int-option-text", ["ops", *HW, "--batch", "many"], ("--batch",)),
+    ("dtype-alias-empty", ["ops", *HW, "--dtype", ""], ("--dtype", "bf16 | fp16 | fp8 | int8 | int4")),
+    ("weight-dtype-empty", ["forward", *HW, "--weight-dtype", ""], ("--weight-dtype", "bf16 | fp16 | fp8")),
+    ("kv-dtype-empty", ["ops", *HW, "--kv-dtype", ""], ("--kv-dtype", "bf16 | fp16 | fp8")),
+    ("kv-dtype-unknown-ops", ["ops", *HW, "--kv-dtype", "int4"], ("--kv-dtype", "int4", "bf16 | fp16 | fp8")),
+    ("engine-empty-forward", ["forward", *HW, "--engine", ""], ("--engine",)),
+    ("engine-unknown-ops", ["ops", *HW, "--engine", "warp"], ("warp",)),
+    ("allreduce-unknown", ["forward", *HW, "--allreduce", "mpi"], ("--allreduce", "mpi")),
 ]
 FORMAT_COMMANDS = [["hardware", "list"], ["hardware", "show", "h100-sxm"], ["models", "list"],
                    ["models", "show", MODEL], ["ops", "-H", "h100-sxm", "-m", MODEL],
