@@ -1034,10 +1034,12 @@ def _components(e: PriorEntry, method: str, fam: str | None, params: float | Non
     return c
 
 
+@cache
 def _norm_dataset(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", str(name).lower())
 
 
+@cache
 def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9.]", "", name.lower().split("(")[0].replace("-instruct", "").replace("-chat", ""))
 

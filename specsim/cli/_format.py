@@ -71,6 +71,16 @@ def fmt_value(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def working(message: str) -> Any:
+    """A transient spinner with ``message`` on stderr while a block runs, only when stderr itself is a
+    terminal (nothing is written to a pipe, a file or a test's captured stream)."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    return Console(stderr=True).status(message)
+
+
 def console() -> Console:
     """A rich console on the current sys.stdout (pytest's capsys included), as wide as the terminal
     (COLUMNS, or 80 when not a terminal); tables wrap or ellipsize their cells to fit."""

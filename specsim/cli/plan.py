@@ -20,6 +20,7 @@ from specsim.cli._format import (
     parse_float_list,
     parse_int_list,
     plain,
+    working,
 )
 from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
@@ -41,8 +42,10 @@ def plan(
 ) -> None:
     """Best draft and k per load bucket, the policy over batch size, and engine configuration."""
     check_format(fmt)
-    p = make_plan(overridden(load_scenario(scenario), cost_model, engine))
-    data = plan_dict(p)
+    s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before the spinner
+    with working(f"planning {s.name}..."):
+        p = make_plan(s)
+        data = plan_dict(p)
     if engine_configs is not None:
         _write_engine_configs(engine_configs, data["engine_configs"])
     if fmt == "json":

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.cli._format import emit, emit_mapping, plain, print_json
+from specsim.cli._format import emit, emit_mapping, plain, print_json, working
 from specsim.errors import EXIT_BAD_INPUT, SpecsimError
 from specsim.files import Outputs, read_text
 
@@ -56,12 +56,10 @@ def _fmt_pct(x: float) -> str:
 
 def run_published(fmt: str, corpus: Path | None = None) -> None:
     """Score the planner on the published corpus and print the per-group table and crossovers."""
-    from rich.console import Console
-
     from specsim.validation.corpus import load_corpus
     from specsim.validation.score import MODES, score
 
-    with Console(stderr=True).status("pricing the published results..."):
+    with working("pricing the published results..."):
         table = load_corpus(corpus) if corpus is not None else None  # its own errors name the file
         try:
             report = score(table)

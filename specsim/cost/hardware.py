@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -297,6 +298,13 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
         path = profiles_dir() / f"{text}.yaml"
         if not path.is_file():
             raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
+    st = path.stat()
+    return _load_hardware_file(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=256)
+def _load_hardware_file(path: str, mtime_ns: int, size: int) -> HardwareProfile:
+    """A profile file parsed once per process while it is unchanged (the profile is frozen: shared)."""
     data = read_mapping(path)
     try:
         return parse_hardware(data, str(path))

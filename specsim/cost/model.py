@@ -213,6 +213,14 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
         if not path.is_file():
             raise SpecsimError(f"unknown model '{text}' (known: {', '.join(available())}; a Hugging Face id "
                                "listed in specsim/cost/models/aliases.yaml; or a path to a config.json)")
+    st = path.stat()
+    return _load_model_file(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=256)
+def _load_model_file(path_text: str, mtime_ns: int, size: int) -> ModelSpec:
+    """A config file parsed once per process while it is unchanged (the spec is frozen: shared)."""
+    path = Path(path_text)
     name = path.stem if path.name != "config.json" else path.parent.name
     cfg = read_mapping(path)
     try:

@@ -5,6 +5,7 @@ for a draft method."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from specsim.acceptance.chain import AcceptanceProfile
@@ -19,7 +20,24 @@ REFERENCE_K = {"mtp": 3, "eagle3": 4, "eagle": 4, "eagle2": 4, "medusa": 4, "dra
 def prior_match(method: str, target: Any, draft: Any = None, task: str | None = None,
                 temperature: float | None = None, held_out_source: str | None = None) -> PriorMatch:
     """The prior for a draft method on a target (``draft``: the draft model, or a head's checkpoint name);
-    ``held_out_source``: a source whose entries are left out (validation against that source's results)."""
+    ``held_out_source``: a source whose entries are left out (validation against that source's results).
+    Answers are memoised for hashable questions (the catalogue is fixed within a process; a grid or the
+    published corpus asks the same question for many rows)."""
+    key = (method, target, draft, task, temperature, held_out_source)
+    try:
+        return _memo_match(*key)
+    except TypeError:  # an unhashable target or draft: asked afresh
+        return _match(*key)
+
+
+@lru_cache(maxsize=4096)
+def _memo_match(method: str, target: Any, draft: Any, task: str | None, temperature: float | None,
+                held_out_source: str | None) -> PriorMatch:
+    return _match(method, target, draft, task, temperature, held_out_source)
+
+
+def _match(method: str, target: Any, draft: Any, task: str | None, temperature: float | None,
+           held_out_source: str | None) -> PriorMatch:
     exclude: Any = ()
     if held_out_source:
         from specsim.acceptance.holdout import source_excluder
