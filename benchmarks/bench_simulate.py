@@ -32,8 +32,8 @@ from specsim.simulate import (
     grid,
     simulate,
     summarize,
-    sweep,
 )
+from specsim.simulate.sweep import sweep
 
 # Roughly Llama-3.1-70B on 8 GPUs: 12 ms a step, 20 us per verified token, KV reads per context token.
 COST = AnalyticCost(step_s=0.012, per_token_s=2e-5, per_token_context_s=2e-8, prefill_fixed_s=0.005,

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import pandas as pd
 import typer
 import yaml
 from rich.markup import escape
@@ -15,7 +14,7 @@ from rich.markup import escape
 from specsim.cli._format import (
     check_format,
     console,
-    emit,
+    emit_records,
     emit_summary,
     parse_float_list,
     parse_int_list,
@@ -54,22 +53,18 @@ def plan(
     if fmt == "markdown":
         print(plan_markdown(p), end="")
         return
-    rows = pd.DataFrame(data["buckets"])
     if fmt == "csv":
-        emit(rows, "csv")
+        emit_records(data["buckets"], "csv")
         return
     con = console()
     con.print(f"[bold]{escape(data['recommendation'])}[/bold]")
-    view = pd.DataFrame({
-        "bucket": rows["bucket"], "weight": rows["weight"].round(3), "batch": rows["batch"],
-        "context": rows["context"], "draft": rows["draft"],
-        "config": [segment_label({"batch_from": 0, "batch_to": 0, **r}).split(": ", 1)[1]
-                   for r in data["buckets"]],
-        "tokens/step": rows["tokens_per_step"].round(3), "step ms": rows["step_ms"].round(2),
-        "plain ms": rows["baseline_step_ms"].round(2), "speedup": rows["speedup"].round(3),
-        "tok/s": rows["throughput_tok_s"].round(0).astype(int), "ms/token": rows["ms_per_token"].round(3)})
-    emit(view, "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
-         f"({data['engine']}), objective {data['objective']}")
+    view = [{"bucket": r["bucket"], "weight": round(r["weight"], 3), "batch": r["batch"], "context": r["context"],
+             "draft": r["draft"], "config": segment_label({"batch_from": 0, "batch_to": 0, **r}).split(": ", 1)[1],
+             "tokens/step": round(r["tokens_per_step"], 3), "step ms": round(r["step_ms"], 2),
+             "plain ms": round(r["baseline_step_ms"], 2), "speedup": round(r["speedup"], 3),
+             "tok/s": round(r["throughput_tok_s"]), "ms/token": round(r["ms_per_token"], 3)} for r in data["buckets"]]
+    emit_records(view, "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
+                 f"({data['engine']}), objective {data['objective']}")
     if data["policy"]:
         con.print(f"policy for {data['draft']} over batch size:", markup=False)
         for seg in data["policy"]:

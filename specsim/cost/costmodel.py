@@ -26,15 +26,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost import roofline as rl
 from specsim.cost.hardware import HardwareProfile
 from specsim.errors import SpecsimError
+
+if TYPE_CHECKING:  # pandas only where measured tables are built or read (start-up of the planner)
+    import pandas as pd
 
 Array = rl.Array
 
@@ -155,6 +157,8 @@ class RatioGrid:
         axes = tuple(np.unique(_log(c)) for c in coords)
         values = np.full(tuple(len(a) for a in axes), np.nan)
         idx = tuple(np.searchsorted(a, _log(c)) for a, c in zip(axes, coords, strict=True))
+        import pandas as pd
+
         df = pd.DataFrame({**{f"i{j}": ix for j, ix in enumerate(idx)}, "r": log_ratio})
         med = df.groupby([f"i{j}" for j in range(len(idx))])["r"].median()  # repeated keys: their median
         values[tuple(np.asarray(med.index.get_level_values(j)) if len(idx) > 1 else np.asarray(med.index)
@@ -212,6 +216,8 @@ class MeasuredTables:
 
 def _main_kernel(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per group, the rows of the kernel with the most rows (newest version first): one kernel each."""
+    import pandas as pd
+
     keep = []
     for _, g in d.groupby(by, dropna=False):
         counts = g.groupby(["framework_version", "kernel"], dropna=False).size()
@@ -224,6 +230,8 @@ def _main_kernel(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> MeasuredTables:
     """Ratio grids from measurement rows of one GPU (one framework's kernels; see `_main_kernel`)."""
+    import pandas as pd
+
     from specsim.calibration.measurements import RowSet, kernel_dtype
 
     df = df.copy()
@@ -371,6 +379,8 @@ class TableCostModel:
 
     def row_ratios(self, df: pd.DataFrame) -> Array:
         """The table's correction of the roofline for each measurement row (1 where not covered)."""
+        import pandas as pd
+
         from specsim.calibration.measurements import kernel_dtype
 
         r = np.ones(len(df))
@@ -420,7 +430,7 @@ class TableCostModel:
 
 _TABLES: dict[tuple[str, str, str | None, str], MeasuredTables] = {}
 _LOCK = threading.Lock()
-TableLoader = Callable[[HardwareProfile], tuple[pd.DataFrame, str]]
+TableLoader = Callable[[HardwareProfile], "tuple[pd.DataFrame, str]"]
 
 
 def _load_rows(hw: HardwareProfile) -> tuple[pd.DataFrame, str]:

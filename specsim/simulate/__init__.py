@@ -12,27 +12,54 @@ acceptance from the drafts' priors), run (a scenario's simulation: `make_setup`,
 replicas, called by `plan.optimize.plan` for `objective: slo` with `serving.slo`).
 """
 
-from specsim.simulate.acceptance import AcceptanceMix, Workload, WorkloadClass, sample_accepted
-from specsim.simulate.capacity import Comparison, ReplicaPlan, compare_speculation, replicas_needed
-from specsim.simulate.config import ServingSpec, SimulationSpec, TrafficSpec, load_simulation
-from specsim.simulate.cost import AnalyticCost, StepCost, StepTable
-from specsim.simulate.engine import EngineConfig, SimResult, StepLog, simulate
-from specsim.simulate.metrics import SLO, Percentiles, Pricing, ServingMetrics, TimeSeries, summarize
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.sweep import SweepCase, grid, sweep
-from specsim.simulate.traces import Trace, read_trace
-from specsim.simulate.traffic import (
-    Empirical,
-    Fixed,
-    Gamma,
-    Lognormal,
-    Poisson,
-    RateCurve,
-    Requests,
-    TraceArrivals,
-    Traffic,
-    generate_requests,
-)
+from importlib import import_module
+from typing import Any
+
+# The names below load their module on first use (PEP 562), so that reading a scenario file
+# (simulate.config) does not import the simulator, its traces and pandas: the planner starts faster.
+# The sweep function is `specsim.simulate.sweep.sweep` (a lazy name cannot share its module's name).
+_WHERE = {
+    "AcceptanceMix": "acceptance",
+    "AnalyticCost": "cost",
+    "Comparison": "capacity",
+    "Empirical": "traffic",
+    "EngineConfig": "engine",
+    "Fixed": "traffic",
+    "Gamma": "traffic",
+    "Lognormal": "traffic",
+    "Percentiles": "metrics",
+    "Poisson": "traffic",
+    "Pricing": "metrics",
+    "RateCurve": "traffic",
+    "ReplicaPlan": "capacity",
+    "Requests": "traffic",
+    "SLO": "metrics",
+    "ServingMetrics": "metrics",
+    "ServingSpec": "config",
+    "SimResult": "engine",
+    "SimulationSpec": "config",
+    "SpecPolicy": "policy",
+    "StepCost": "cost",
+    "StepLog": "engine",
+    "StepTable": "cost",
+    "SweepCase": "sweep",
+    "TimeSeries": "metrics",
+    "Trace": "traces",
+    "TraceArrivals": "traffic",
+    "Traffic": "traffic",
+    "TrafficSpec": "config",
+    "Workload": "acceptance",
+    "WorkloadClass": "acceptance",
+    "compare_speculation": "capacity",
+    "generate_requests": "traffic",
+    "grid": "sweep",
+    "load_simulation": "config",
+    "read_trace": "traces",
+    "replicas_needed": "capacity",
+    "sample_accepted": "acceptance",
+    "simulate": "engine",
+    "summarize": "metrics",
+}
 
 __all__ = [
     "SLO", "AcceptanceMix", "AnalyticCost", "Comparison", "Empirical", "EngineConfig", "Fixed", "Gamma",
@@ -40,5 +67,11 @@ __all__ = [
     "ServingSpec", "SimResult", "SimulationSpec", "SpecPolicy", "StepCost", "StepLog", "StepTable", "SweepCase",
     "TimeSeries", "Trace", "TraceArrivals", "Traffic", "TrafficSpec", "Workload", "WorkloadClass",
     "compare_speculation", "generate_requests", "grid", "load_simulation", "read_trace", "replicas_needed",
-    "sample_accepted", "simulate", "summarize", "sweep",
+    "sample_accepted", "simulate", "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(f"specsim.simulate.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'specsim.simulate' has no attribute {name!r}")

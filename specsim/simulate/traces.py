@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from specsim.errors import SpecsimError
+
+if TYPE_CHECKING:  # pandas is imported when a trace is read (the planner starts without it)
+    import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -65,6 +68,8 @@ def _fail(path: Path, line: int, column: str, must: str, value: object) -> Specs
 
 
 def _integers(path: Path, frame: pd.DataFrame, column: str) -> IntArray:
+    import pandas as pd
+
     raw = frame[column]
     num = pd.to_numeric(raw.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(num) | (num < 0) | (num != np.floor(num))
@@ -75,6 +80,8 @@ def _integers(path: Path, frame: pd.DataFrame, column: str) -> IntArray:
 
 
 def _times(path: Path, frame: pd.DataFrame, column: str, layout: str) -> FloatArray:
+    import pandas as pd
+
     raw = frame[column]
     if layout == "azure":
         stamps = pd.to_datetime(raw.str.strip(), errors="coerce", format="ISO8601", utc=True)
@@ -103,6 +110,8 @@ def detect_layout(columns: list[str]) -> str | None:
 
 def read_trace(path: str | Path, layout: str = "auto", model: str | None = None) -> Trace:
     """Read a trace CSV. layout: auto | azure | burstgpt | generic. model: keep only BurstGPT rows of this Model."""
+    import pandas as pd
+
     p = Path(path)
     if not p.is_file():
         raise SpecsimError(f"{p}: no such trace file")
