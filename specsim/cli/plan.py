@@ -100,7 +100,11 @@ def _indented_yaml(cfg: object, width: int) -> str:
 
 def _write_engine_configs(folder: Path, configs: dict[str, object]) -> None:
     """DIR/<engine>.json for each engine that runs the plan (all or nothing; DIR made if absent)."""
-    if not folder.exists() and folder.parent.is_dir():
+    if folder.exists() and not folder.is_dir():
+        raise SpecsimError(f"--engine-configs {folder}: not a folder")
+    if not folder.parent.is_dir():
+        raise SpecsimError(f"--engine-configs {folder}: folder {folder.parent} does not exist")
+    if not folder.exists():
         folder.mkdir()
     with Outputs() as outs:
         for name, cfg in configs.items():

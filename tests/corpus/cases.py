@@ -420,6 +420,10 @@ OPTIONS: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("engine-empty-forward", ["forward", *HW, "--engine", ""], ("--engine",)),
     ("engine-unknown-ops", ["ops", *HW, "--engine", "warp"], ("warp",)),
     ("allreduce-unknown", ["forward", *HW, "--allreduce", "mpi"], ("--allreduce", "mpi")),
+    ("engine-configs-missing-parent", ["plan", "scenarios/llama8b-1b-draft-h100.yaml", "--engine-configs",
+                                       "{d}/nowhere/cfg"], ("--engine-configs", "nowhere")),
+    ("engine-configs-is-file", ["plan", "scenarios/llama8b-1b-draft-h100.yaml", "--engine-configs",
+                                "scenarios/llama8b-1b-draft-h100.yaml"], ("--engine-configs",)),
 ]
 FORMAT_COMMANDS = [["hardware", "list"], ["hardware", "show", "h100-sxm"], ["models", "list"],
                    ["models", "show", MODEL], ["ops", "-H", "h100-sxm", "-m", MODEL],
