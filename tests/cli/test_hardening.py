@@ -261,7 +261,8 @@ def test_tables_fit_the_terminal(width: int, monkeypatch: pytest.MonkeyPatch) ->
     are indented YAML blocks."""
     monkeypatch.setenv("COLUMNS", str(width))
     for cmd in (["plan", FAST], ["forward", "-H", "h100-sxm", "-m", "llama-3.1-8b", "--tokens", "1,8"],
-                ["models", "list"], ["hardware", "list"], ["engines", "list"]):
+                ["models", "list"], ["hardware", "list"], ["engines", "list"],
+                ["evaluate", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "eagle3", "--k", "3", "--batch", "16"]):
         r = invoke(*cmd)
         assert r.code == 0, r.err
         lines = r.out.splitlines()
