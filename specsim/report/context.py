@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ class Section:
     figure_name: str = ""
     caption: str = ""
     after: str = ""  # Markdown after the figure
+    files: dict[str, str] = field(default_factory=dict)  # files beside the report: relative path -> text
 
 
 @dataclass

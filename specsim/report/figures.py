@@ -8,18 +8,21 @@ series; `report.py` computes the data, these functions only draw it.
 
 from __future__ import annotations
 
+import itertools
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import matplotlib
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter
 
 FAMILY_COLOURS = {"linear": "#4C72B0", "attention": "#DD8452", "elementwise": "#55A868",
                   "communication": "#C44E52", "head": "#8172B3", "overhead": "#937860"}
@@ -34,11 +37,46 @@ def _figure(width_in: float, height_in: float, ncols: int = 1, nrows: int = 1,
     return fig, [ax for row in axes for ax in row]
 
 
+def _wrap(text: str, width_in: float, fontsize: float) -> str:
+    """`text` wrapped to lines that fit `width_in` inches at `fontsize` points (a title the figure would
+    otherwise clip); existing line breaks are kept."""
+    chars = max(16, int(width_in * 72 / (fontsize * 0.6)))
+    return "\n".join("\n".join(textwrap.wrap(line, chars)) or line for line in text.split("\n"))
+
+
+wrap_title = _wrap
+
+
+def _legend_columns(labels: Sequence[str], width_in: float, fontsize: float) -> int:
+    """The most columns a legend of `labels` can have across `width_in` inches. Matplotlib fills a legend
+    column by column, each as wide as its longest entry (plus the marker and padding)."""
+    def entry_in(label: str) -> float:
+        return len(label) * fontsize * 0.6 / 72 + 0.6
+
+    for ncol in range(len(labels), 1, -1):
+        rows, large = divmod(len(labels), ncol)  # as matplotlib.legend splits them: the first `large` columns
+        sizes = [rows + 1] * large + [rows] * (ncol - large)  # hold one entry more
+        starts = [int(x) for x in np.cumsum([0, *sizes])]
+        columns = [labels[a:b] for a, b in itertools.pairwise(starts) if b > a]
+        if sum(max(entry_in(lab) for lab in col) for col in columns) <= width_in * 0.95:
+            return ncol
+    return 1
+
+
 def _plain_log(ax: Axes, which: str = "x") -> None:
-    """Log axis ticks as plain numbers (1, 10, 100) rather than powers of ten."""
+    """Log axis ticks as plain numbers (1, 10, 100) rather than powers of ten; on an axis spanning less than two
+    decades (one or two labelled ticks) the minor ticks at 2 and 5 are labelled too."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
+
+    def minor(v: float, _pos: int | None) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        if lo <= 0 or hi / lo > 100:
+            return ""
+        text = f"{v:g}"
+        return text if text.lstrip("0.")[:1] in ("2", "5") else ""
+
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _k_colours(max_k: int) -> list[tuple[float, float, float, float]]:
@@ -62,20 +100,23 @@ class VerifyCurve:
 
 
 def verification_cost(tokens: np.ndarray, families_ms: Mapping[str, np.ndarray], context_tokens: int,
-                      ridge_tokens: int | None, curves: Sequence[VerifyCurve], title: str) -> Figure:
+                      ridge_tokens: int | None, curves: Sequence[VerifyCurve], title: str,
+                      names: Mapping[str, str] | None = None, engine: str = "") -> Figure:
     """(a) A pass of T tokens split by op family (stacked), ridge marked; (b) each bucket's
-    verification pass as it verifies more tokens per sequence, with decode and chosen k marked."""
-    fig, (a, b) = _figure(13.0, 5.0, ncols=2)
-    names = [f for f in families_ms if f != "attention" and np.any(np.asarray(families_ms[f]) > 0)]
-    a.stackplot(tokens, *[np.asarray(families_ms[f]) for f in names], labels=names,
-                colors=[FAMILY_COLOURS.get(f, "#999999") for f in names], alpha=0.85)
-    top = float(np.max(sum((np.asarray(families_ms[f]) for f in names), np.zeros_like(tokens))))
+    verification pass as it verifies more tokens per sequence, with decode and chosen k marked.
+    `names`: legend names of families (default: the family); `engine`: how the passes are priced (title)."""
+    fig, (a, b) = _figure(13.0, 5.4, ncols=2)
+    shown = names or {}
+    fams = [f for f in families_ms if f != "attention" and np.any(np.asarray(families_ms[f]) > 0)]
+    a.stackplot(tokens, *[np.asarray(families_ms[f]) for f in fams], labels=[shown.get(f, f) for f in fams],
+                colors=[FAMILY_COLOURS.get(f, "#999999") for f in fams], alpha=0.85)
+    top = float(np.max(sum((np.asarray(families_ms[f]) for f in fams), np.zeros_like(tokens))))
     if ridge_tokens is not None:
         a.axvline(ridge_tokens, color="black", lw=1.2, ls="--", label=f"ridge: linear layers compute-bound "
                   f"from T = {ridge_tokens}")
     for i, c in enumerate(curves):
         a.axvline(c.chosen_tokens, color=SERIES[i % len(SERIES)], lw=1.0, ls=":",
-                  label=f"{c.label}: T = {c.chosen_tokens:g}")
+                  label=f"{c.label}: T = {c.chosen_tokens:.4g}")
     a.set_xlim(0, float(tokens.max()))
     a.set_ylim(0, top * 1.08)
     a.set_xlabel("tokens in the pass T (tokens)")
@@ -88,21 +129,36 @@ def verification_cost(tokens: np.ndarray, families_ms: Mapping[str, np.ndarray],
         b.plot(c.tokens, c.total_ms, "-", color=colour, lw=1.6, label=f"{c.label}: whole pass")
         b.plot(c.tokens, c.attention_ms, "--", color=colour, lw=1.0, label=f"{c.label}: attention part")
         b.plot([c.tokens[0]], [c.decode_ms], "o", color=colour, ms=6)
-        b.plot([c.chosen_tokens], [c.chosen_ms], "*", color=colour, ms=13, mec="black", mew=0.6)
+        if len(c.tokens) > 1:  # a curve of one point is plain decoding alone (no k to choose)
+            b.plot([c.chosen_tokens], [c.chosen_ms], "*", color=colour, ms=13, mec="black", mew=0.6)
     b.plot([], [], "o", color="grey", label="plain decoding (1 token per sequence)")
     b.plot([], [], "*", color="grey", mec="black", label="verification at the chosen k")
     b.set_xscale("log")
     _plain_log(b)
-    b.set_xlabel("tokens verified per pass T = B x (k + 1) (tokens)")
+    b.set_xlabel("tokens verified per pass T = B x q (tokens)")
     b.set_ylabel("time of the verification pass (ms)")
-    b.set_title("(b) Verification pass of each bucket, B sequences x (k + 1) tokens", fontsize=10)
+    b.set_title("(b) Verification pass of each bucket, B sequences x q tokens\n(q = k + 1 for a chain, "
+                "nodes + 1 for a tree)", fontsize=10)
     b.legend(fontsize=7, loc="upper left", ncol=1)
     b.set_ylim(bottom=0)
-    fig.suptitle(f"{title}: verification cost at context {context_tokens:,} tokens", fontsize=12)
+    priced = f" (passes priced as {engine})" if engine else ""
+    fig.suptitle(_wrap(f"{title}: verification cost at context {context_tokens:,} tokens{priced}", 13.0, 12),
+                 fontsize=12)
     return fig
 
 
 # --- speedup against batch ---------------------------------------------------------------------
+
+@dataclass
+class BucketPoint:
+    """One of the plan's buckets on its draft's panel: its batch and speedup, and its configuration."""
+
+    name: str
+    batch: float
+    speedup: float
+    config: str = ""  # "k = 3", "tree 2 x 5 (depth 3)"
+    tree: bool = False
+
 
 @dataclass
 class SpeedupPanel:
@@ -111,32 +167,64 @@ class SpeedupPanel:
     label: str
     batch: np.ndarray
     speedup: np.ndarray  # [k, batch], row 0 is k = 0 (1.0)
-    points: list[tuple[str, float, float]] = field(default_factory=list)  # (label, batch, speedup) operating
+    points: list[BucketPoint] = field(default_factory=list)  # the plan's operating points
+    best: np.ndarray | None = None  # best speculative configuration per batch (NaN: none fits); None: rows 1..
+    best_label: str = "best k"
+    line_kind: str = "chain"  # what a row is: "chain" (k draft tokens) or "tree" (the draft's fixed tree)
+    own_contexts: bool = False  # the points are at their buckets' own contexts, the lines at the pooled ones
+
+
+def best_speedup(p: SpeedupPanel) -> np.ndarray:
+    """The panel's best-k curve: the best configuration that fits at each batch, NaN (a gap) where none does;
+    plain decoding (row 0) never stands in for it."""
+    if p.best is not None:
+        return np.asarray(p.best, dtype=float)
+    rows = np.asarray(p.speedup, dtype=float)[1:]
+    if not rows.size:
+        return np.full(len(p.batch), np.nan)
+    with np.errstate(invalid="ignore"):
+        best = np.nanmax(np.where(np.isnan(rows), -np.inf, rows), axis=0)
+    return np.where(np.isfinite(best), best, np.nan)
 
 
 def speedup_vs_batch(panels: Sequence[SpeedupPanel], title: str) -> Figure:
+    """One panel per draft; one legend for all of them below the panels (inside, it would hide curves and the
+    plan's labels)."""
     n = len(panels)
-    fig, axes = _figure(min(5.2 * n, 15.6), 4.6, ncols=n, sharey=True)
+    width = min(max(5.6 * n, 7.5), 16.0)
+    fig, axes = _figure(width, 5.0, ncols=n, sharey=True)
     for ax, p in zip(axes, panels, strict=True):
-        max_k = p.speedup.shape[0] - 1
-        colours = _k_colours(max_k)
-        for k in range(1, max_k + 1):
-            ax.plot(p.batch, p.speedup[k], color=colours[k - 1], lw=1.2, label=f"k = {k}")
-        with np.errstate(invalid="ignore"):
-            best = np.nanmax(np.where(np.isnan(p.speedup), -np.inf, p.speedup), axis=0)
-        best = np.where(np.isfinite(best), best, np.nan)
-        ax.plot(p.batch, best, color="black", lw=2.2, ls="--", label="best k")
-        for j, (name, bb, sp) in enumerate(p.points):
-            ax.plot([bb], [sp], "o", color="red", ms=7, mec="black", label="the plan's buckets" if j == 0 else None)
-            ax.annotate(name, (bb, sp), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        colours = _k_colours(p.speedup.shape[0] - 1)
+        kind = "" if p.line_kind == "chain" else " (tree)"
+        for k in range(1, p.speedup.shape[0]):
+            ax.plot(p.batch, p.speedup[k], color=colours[k - 1], lw=1.2, label=f"k = {k}{kind}")
+        ax.plot(p.batch, best_speedup(p), color="black", lw=2.2, ls="--", label=p.best_label)
+        for marker, tree in (("o", False), ("D", True)):
+            mine = [q for q in p.points if q.tree == tree]
+            if mine:
+                ax.plot([q.batch for q in mine], [q.speedup for q in mine], marker, ls="none", color="red",
+                        ms=7 if not tree else 6.5, mec="black",
+                        label=f"the plan's buckets: {'trees' if tree else 'chains'}"
+                              + (" (at the bucket's contexts)" if p.own_contexts else ""))
+        for q in p.points:
+            ax.annotate(f"{q.name}: {q.config}" if q.config else q.name, (q.batch, q.speedup),
+                        textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7.5,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.75, "lw": 0})
         ax.axhline(1.0, color="grey", lw=1.0)
         ax.set_xscale("log")
         _plain_log(ax)
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("speedup over plain decoding (x)")
-        ax.set_title(p.label, fontsize=10)
-        ax.legend(fontsize=7, ncol=2, loc="upper right")
-    fig.suptitle(f"{title}: speedup against batch for each draft and k (below 1: speculation hurts)", fontsize=12)
+        ax.set_title(_wrap(p.label, width / n, 10), fontsize=10)
+        ax.margins(y=0.12)
+    handles: dict[str, Artist] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center", fontsize=7.5,
+               ncol=_legend_columns(list(handles), width, 7.5), frameon=False)
+    fig.suptitle(_wrap(f"{title}: speedup against batch for each draft and k (below 1: speculation hurts)",
+                       width, 12), fontsize=12)
     return fig
 
 
@@ -169,7 +257,7 @@ def optimal_k_heatmap(batch: np.ndarray, alphas: np.ndarray, best_k: np.ndarray,
     _plain_log(ax)
     ax.set_xlabel("batch size B (sequences)")
     ax.set_ylabel("acceptance rate alpha per draft token (probability)")
-    ax.set_title(f"{title}: optimal k for {draft} over batch and acceptance", fontsize=12)
+    ax.set_title(_wrap(f"{title}: optimal k for {draft} over batch and acceptance", 9.0 * 0.75, 12), fontsize=12)
     return fig
 
 
@@ -202,8 +290,8 @@ def policy_over_day(segments: Sequence[DaySegment], max_k: int, draft: str, titl
     ax.set_xticks(np.arange(0, 25, 2))
     ax.set_xlabel("hours of the day, buckets in the scenario's order (h)")
     ax.set_ylabel("batch size B (sequences in flight)")
-    ax.set_title(f"{title}: {draft} policy laid over the day's load (bar colour: k; label: throughput gain)",
-                 fontsize=12)
+    ax.set_title(_wrap(f"{title}: {draft} policy laid over the day's load (bar colour: k; label: throughput gain)",
+                       11.0 * 0.9, 12), fontsize=12)
     ax.legend(fontsize=8, loc="upper right", title="draft tokens per step")
     return fig
 
@@ -235,7 +323,8 @@ def policy_over_load(curves: Sequence[RateCurve], rate_rps: float, slo_ms: float
     _plain_log(ax, "y")
     ax.set_xlabel("arrival rate per replica (requests/s)")
     ax.set_ylabel("time per output token (ms)")
-    ax.set_title(f"{title}: per-token latency against load for {draft}, concurrency by Little's law", fontsize=12)
+    ax.set_title(_wrap(f"{title}: per-token latency against load for {draft}, concurrency by Little's law",
+                       10.0 * 0.9, 12), fontsize=12)
     ax.legend(fontsize=8, ncol=2, loc="upper left")
     return fig
 
@@ -294,7 +383,7 @@ def sensitivity(scales: Sequence[float], scale_gains: Sequence[float], swings: S
     b.set_xlabel(f"{gain_label} of the re-made plan (x)")
     b.set_ylabel("input (moved down / up)")
     b.set_title("(b) Which inputs the answer hinges on", fontsize=10)
-    fig.suptitle(f"{title}: sensitivity of the plan", fontsize=12)
+    fig.suptitle(_wrap(f"{title}: sensitivity of the plan", 13.0, 12), fontsize=12)
     return fig
 
 
@@ -309,7 +398,7 @@ MEMORY_NAMES = {"weights": "target weights", "kv_cache": "target KV cache", "act
 def memory(labels: Sequence[str], parts_gb: Mapping[str, Sequence[float]], capacity_gb: float, physical_gb: float,
            title: str) -> Figure:
     """Horizontal stacked bars, one per (row, with/without speculation), in GiB per GPU."""
-    fig, (ax,) = _figure(11.0, 1.2 + 0.45 * len(labels))
+    fig, (ax,) = _figure(11.0, max(3.4, 1.2 + 0.45 * len(labels)))
     ys = np.arange(len(labels))
     left = np.zeros(len(labels))
     colours = {"weights": SERIES[0], "kv_cache": SERIES[1], "activations": SERIES[5], "reserved": SERIES[7],
@@ -326,7 +415,7 @@ def memory(labels: Sequence[str], parts_gb: Mapping[str, Sequence[float]], capac
     ax.set_xlim(0, max(physical_gb, float(left.max())) * 1.05)
     ax.set_xlabel("memory per GPU (GiB)")
     ax.set_ylabel("bucket, context and setting (rows)")
-    ax.set_title(f"{title}: memory per GPU against capacity", fontsize=12)
+    ax.set_title(_wrap(f"{title}: memory per GPU against capacity", 11.0 * 0.7, 12), fontsize=12)
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
@@ -358,12 +447,18 @@ def capacity(labels: Sequence[str], gpus_base: Sequence[float], gpus_spec: Seque
         ax.set_title(sub, fontsize=10)
         ax.set_ylim(0, max(max(base), max(spec)) * 1.2)
         ax.legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"{title}: capacity and cost", fontsize=12)
+    fig.suptitle(_wrap(f"{title}: capacity and cost", 6.0 * ncols, 12), fontsize=12)
     return fig
 
 
 def save_png(fig: Figure, path: str, dpi: int = 100) -> None:
-    fig.savefig(path, dpi=dpi, format="png")
+    """The figure as a PNG file. On its own Agg canvas at its own dpi (every figure here) it is drawn once, laid
+    out inside that draw: `savefig` draws it twice (once only to run the layout engine, then again with the
+    layout frozen), for the same pixels."""
+    if isinstance(fig.canvas, FigureCanvasAgg) and fig.dpi == dpi:
+        fig.canvas.print_png(path)
+    else:
+        fig.savefig(path, dpi=dpi, format="png")
 
 
 _PENDING: list[tuple[Figure, str, int]] = []  # set before forking: workers inherit it, nothing is pickled

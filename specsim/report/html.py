@@ -1,6 +1,7 @@
 """A small Markdown-to-HTML converter for exactly the Markdown that report.py writes: headings,
-paragraphs, lists, pipe tables, block quotes, code and images (inlined as base64 PNG), so a report
-is one self-contained page with no external CSS, JS or fonts."""
+paragraphs, lists, pipe tables, block quotes, code, links to files beside the report (relative paths
+only) and images (inlined as base64 PNG), so a report is one self-contained page with no external CSS,
+JS or fonts."""
 
 from __future__ import annotations
 
@@ -18,14 +19,19 @@ th{background:#f0f3f8}td.r,th.r{text-align:right}tr:nth-child(even) td{backgroun
 blockquote{margin:1em 0;padding:.6em 1em;background:#eef4ff;border-left:4px solid #4C72B0}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#666;font-size:.9em}
 code{background:#f4f4f4;padding:0 .2em;border-radius:3px}pre{background:#f4f4f4;padding:.8em;white-space:pre-wrap;
-word-break:break-all;font-size:.8em}
+overflow-wrap:anywhere;font-size:.8em;line-height:1.35;tab-size:2}pre code{background:none;padding:0}
+h4{margin:1.2em 0 .3em}
 """.strip()
 
 
 def _inline(text: str) -> str:
     out = html.escape(text, quote=False)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+    out = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+    # links to files beside the report (relative paths only: the page stays self-contained)
+    return re.sub(r"(?<!!)\[([^\]]+)\]\(([A-Za-z0-9_.][A-Za-z0-9_./-]*)\)",
+                  lambda m: m.group(0) if ".." in m.group(2).split("/") else
+                  f'<a href="{m.group(2)}" download>{m.group(1)}</a>', out)
 
 
 def _cells(line: str) -> list[str]:

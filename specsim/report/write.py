@@ -1,6 +1,7 @@
 """Writing a report: `specsim report SCENARIO.yaml -o DIR` writes DIR/report.md, DIR/report.html (one
 self-contained file: figures embedded as base64 PNG, no external CSS, JS or fonts), DIR/figures/*.png
-and DIR/plan.json, as one set.
+DIR/plan.json and each engine's configuration as DIR/engine-configs/ENGINE.json (linked from both
+reports), as one set.
 
 The plan's numbers come from one place, `summary.plan_dict` (what `specsim plan --format json`
 prints): plan.json is that record, report.md's plan table is `summary.plan_markdown`, and every
@@ -13,17 +14,17 @@ failure DIR is untouched and nothing is left behind.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specsim.files import check_folder_target, output_folder
 from specsim.plan.scenario import Scenario, load_scenario
 from specsim.report import assemble
 from specsim.report import figures as fg
-from specsim.report.context import Progress
+from specsim.report.context import Progress, Section
 from specsim.report.html import markdown_to_html
 
-OUTPUTS = ("report.html", "report.md", "plan.json", "figures")
+OUTPUTS = ("report.html", "report.md", "plan.json", "figures", "engine-configs")
 
 
 def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Path | None = None,
@@ -42,8 +43,24 @@ def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Pa
                 if sec.figure is not None]
         fg.save_pngs(jobs, dpi)
         names = [Path(path).name for _, path in jobs]
+        extra = _write_section_files(tmp, sections)
         (tmp / "plan.json").write_text(json.dumps(c.data, indent=2, default=float) + "\n")
         md = assemble.render_markdown(c, sections)
         (tmp / "report.md").write_text(md)
         (tmp / "report.html").write_text(markdown_to_html(md, tmp, f"specsim report: {s.name}"))
-    return {"dir": out, "figures": names, "recommendation": c.data["recommendation"]}
+    return {"dir": out, "figures": names, "files": extra, "recommendation": c.data["recommendation"]}
+
+
+def _write_section_files(tmp: Path, sections: list[Section]) -> list[str]:
+    """The sections' own files (engine configurations) into the staged report folder; their relative paths."""
+    written = []
+    for sec in sections:
+        for rel, text in sec.files.items():
+            path = PurePosixPath(rel)
+            if path.is_absolute() or ".." in path.parts or path.parts[0] not in OUTPUTS:
+                raise ValueError(f"a report file must lie in one of the report's folders: {rel}")
+            target = tmp.joinpath(*path.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            written.append(rel)
+    return written

@@ -3,19 +3,27 @@ assumption the report makes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from specsim.report.context import GIB, Ctx, Section, md_table
 
 REFERENCE_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "vidur"
 
 
-def profile_kind(source: str) -> str:
-    low = source.lower()
-    if "transferred" in low:
+def profile_kind(source: str, provenance: Mapping[str, Any] | None = None) -> str:
+    """How a profile's efficiency parameters were made, read from the way its `efficiency.source` text
+    begins ("fitted by ...", "transferred from ...", "measured by `specsim bench` ...") and from the
+    structured `provenance.fitted_by` the calibration commands write. Only the opening counts: a fitted
+    profile's source may say further on that one of its fields was transferred from another fit."""
+    start = " ".join(source.split()).lower()
+    if start.startswith("transferred"):
         return "transferred from a profile fitted on another GPU (an estimate)"
-    if "fitted" in low or "calibrat" in low:
+    if (provenance or {}).get("fitted_by") or start.startswith(("fitted", "calibrated", "refitted")):
         return "fitted to measured kernel timings"
+    if start.startswith("measured"):
+        return "peaks measured on this machine with default efficiencies (not fitted)"
     return "datasheet figures and default efficiencies (not fitted)"
 
 
@@ -50,7 +58,8 @@ def fit_quality(hw_name: str, reference: Path | None) -> str:
 def provenance_section(c: Ctx, reference: Path | None) -> Section:
     s, hw = c.s, c.s.hardware
     eff = hw.efficiency
-    lines = [f"**{hw.name}**: {hw.description}. Efficiency parameters are **{profile_kind(eff.source)}**: "
+    kind = profile_kind(eff.source, hw.provenance)
+    lines = [f"**{hw.name}**: {hw.description}. Efficiency parameters are **{kind}**: "
              f"\"{eff.source.strip()}\"", "", fit_quality(hw.name, reference), ""]
     peaks = ", ".join(f"{k} {v / 1e12:g}" for k, v in hw.peak_flops_per_s.items() if v is not None and k != "fp32")
     prow = [["memory", f"{hw.memory_bytes / 1e9:g} GB ({hw.total_memory_bytes / GIB:.1f} GiB usable by CUDA)"],

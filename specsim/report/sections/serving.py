@@ -141,7 +141,7 @@ def _figure(setup: Setup, by_rate: list[dict[str, Any]], hours: tuple[np.ndarray
         ax2.set_title("decode batch over the simulated window", fontsize=11)
     ax2.set_ylabel("mean decode batch (sequences)")
     ax2.legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"{title}: serving simulation, speculation off and on", fontsize=12)
+    fig.suptitle(fg.wrap_title(f"{title}: serving simulation, speculation off and on", 13.0, 12), fontsize=12)
     return fig
 
 
