@@ -145,7 +145,10 @@ def evaluate_draft(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: 
         sub = [cfgs[i] for i in idx]
         dd = sub[0].draft(d) if width > 1 else d.with_tree(1, None)
         ks = np.array([c.k for c in sub], dtype=float)[:, None]
-        q = np.array([c.verify_tokens for c in sub], dtype=float)[:, None]
+        # a tree verifies its nodes; a chain what its method feeds the target (k + 1, or lookahead's
+        # 1 + (W + G) k branches: Fu et al. 2024 §3)
+        q = np.array([c.verify_tokens if c.is_tree else float(dd.verify_tokens_per_seq(c.k)) for c in sub],
+                     dtype=float)[:, None]
         tps = np.array([c.draft(d).tokens_per_step(c.k) for c in sub])[:, None]
         m = step_arrays(t, dd, ks, batch[None, :], context[None, :], tps, q)
         m = step_metrics(m.tokens_per_step, m.draft_time_s, m.verify_time_s, m.baseline_step_time_s, m.batch,

@@ -143,3 +143,21 @@ def test_hugging_face_id_in_a_scenario(tmp_path: Path) -> None:
     by_id = parse_scenario({**yaml.safe_load(text), "model": "meta-llama/Llama-3.1-8B-Instruct"},
                            str(tmp_path / "s.yaml"))
     assert by_id.model.name == "llama-3.1-8b"
+
+
+def test_lookahead_plan_prices_its_branches_as_evaluate_does(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Lookahead verifies 1 + (W + G) k tokens per sequence, not k + 1: the plan's verify time for each bucket
+    equals `specsim evaluate`'s (it was 9.9 ms against 34.4 ms at k = 3, batch 32)."""
+    buckets = ("    - {name: day, hours: 12, batch: 32, context: 2048}\n"
+               "    - {name: night, hours: 12, batch: 1, context: 2048}\n")
+    path = _scenario(tmp_path, "h100-sxm", "llama-3.1-8b", 1, "[lookahead]", buckets)
+    data = _plan_json(capsys, str(path))
+    on = [row for row in data["buckets"] if row["k"] > 0]
+    assert on  # batch 1 speculates
+    for row in on:
+        code, out, err = run(capsys, "evaluate", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "lookahead",
+                             "--k", str(row["k"]), "--batch", str(row["batch"]), "--context", str(row["context"]),
+                             "-f", "json")
+        assert code == 0, err
+        assert json.loads(out)["verify_ms"] == pytest.approx(row["verify_ms"], rel=1e-9)
