@@ -298,7 +298,10 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
         path = profiles_dir() / f"{text}.yaml"
         if not path.is_file():
             raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
-    st = path.stat()
+    try:
+        st = path.stat()
+    except OSError:  # absent or unreadable: read without the cache, whose reader names the file
+        return _load_hardware_file.__wrapped__(str(path), 0, 0)
     return _load_hardware_file(str(path), st.st_mtime_ns, st.st_size)
 
 

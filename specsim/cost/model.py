@@ -213,7 +213,10 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
         if not path.is_file():
             raise SpecsimError(f"unknown model '{text}' (known: {', '.join(available())}; a Hugging Face id "
                                "listed in specsim/cost/models/aliases.yaml; or a path to a config.json)")
-    st = path.stat()
+    try:
+        st = path.stat()
+    except OSError:  # absent or unreadable: read without the cache, whose reader names the file
+        return _load_model_file.__wrapped__(str(path), 0, 0)
     return _load_model_file(str(path), st.st_mtime_ns, st.st_size)
 
 
