@@ -122,7 +122,7 @@ def _grid_table(title: str, columns: Sequence[str], cells: Sequence[Sequence[str
                 compact: bool, wrap_text: bool = False) -> Table:
     table = Table(title=escape(title) or None, show_header=True, header_style="bold", title_justify="left",
                   box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD, pad_edge=not compact,
-                  padding=(0, 1) if not compact else (0, 1, 0, 0))
+                  padding=(0, 1) if not compact else (0, 0))
     for i, col in enumerate(columns):
         wraps = wrap_text and any(" " in row[i] for row in cells)
         numeric = i >= text_columns and all(_NUMBER.fullmatch(row[i]) for row in cells)
