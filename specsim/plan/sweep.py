@@ -7,14 +7,17 @@ so a sweep of millions of configurations is a few numpy calls.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from specsim.acceptance.chain import AcceptanceProfile, expected_tokens
 from specsim.drafts.draft import Draft
 from specsim.plan.evaluate import Target, memory_per_gpu, step_arrays
 from specsim.plan.scenario import Scenario
+
+if TYPE_CHECKING:  # pandas only for the tidy frame (the report's heat map uses the arrays)
+    import pandas as pd
 
 
 def _tokens_per_step(d: Draft, max_k: int, alphas: np.ndarray | None) -> np.ndarray:
@@ -51,6 +54,8 @@ def sweep_arrays(t: Target, d: Draft, max_k: int, batch: np.ndarray, context: np
 def sweep_frame(s: Scenario, batch: np.ndarray, context: np.ndarray, alphas: np.ndarray | None,
                 max_k: int) -> pd.DataFrame:
     """A tidy DataFrame: one row per (draft, alpha, k, batch, context)."""
+    import pandas as pd
+
     from specsim.plan.optimize import target_of
 
     t = target_of(s)

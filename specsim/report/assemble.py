@@ -4,6 +4,7 @@ document (the header with the recommendation first, a contents line, the section
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specsim.plan.scenario import Scenario
 from specsim.report.context import Ctx, Progress, Section, make_ctx
@@ -14,9 +15,11 @@ from specsim.report.sections.plan import header, plan_section
 from specsim.report.sections.policy import policy_section, rate_model
 from specsim.report.sections.provenance import provenance_section
 from specsim.report.sections.sensitivity import Sensitivity, sensitivity_section
-from specsim.report.sections.serving import ServingRuns, serving_section, start_serving
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
+
+if TYPE_CHECKING:  # the serving section (the simulator, pandas) loads only for a scenario with traffic
+    from specsim.report.sections.serving import ServingRuns
 
 STEPS = ("plan", "verification cost", "speedup by draft and k", "optimal k heat map", "policy over the load",
          "sensitivity", "memory", "capacity and cost", "serving simulation", "provenance", "writing")
@@ -38,7 +41,10 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
             c = make_ctx(s)
             # The serving section's simulations (on the plan's policy) start now in forked workers, beside the
             # other sections.
-            runs = start_serving(c)
+            if s.traffic is not None:
+                from specsim.report.sections.serving import start_serving
+
+                runs = start_serving(c)
             rm = rate_model(c) if s.arrival is not None else None
             sections = [plan_section(c)]
             for step, fn in ((STEPS[1], verification_section), (STEPS[2], speedup_section),
@@ -58,7 +64,11 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
         tick(STEPS[7])
         sections.append(capacity_section(c, rm))
         tick(STEPS[8])
-        serving = serving_section(c, runs)  # None unless the scenario has traffic to simulate
+        serving = None
+        if s.traffic is not None:  # else no serving section
+            from specsim.report.sections.serving import serving_section
+
+            serving = serving_section(c, runs)
     finally:
         if runs is not None and runs.batch is not None:
             runs.batch.close()

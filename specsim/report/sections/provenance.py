@@ -30,14 +30,14 @@ def profile_kind(source: str, provenance: Mapping[str, Any] | None = None) -> st
 def fit_quality(hw_name: str, reference: Path | None) -> str:
     """MAPE of the profile against the reference timings for its GPU: measured now when `reference` is
     given (`specsim report --reference DIR`), else quoted from the profile's own fit record (in-sample)."""
-    from specsim.calibration.measurements import mape_by, predict_rows, token_band
-    from specsim.calibration.vidur import VIDUR_DEVICES, import_vidur
     from specsim.cost.hardware import load_hardware
 
     if reference is None:
         hw = load_hardware(hw_name)
         return (f"Fit record of this profile (in-sample; `specsim report --reference DIR` measures it again "
                 f"against a folder of reference timings): {hw.efficiency.source.strip()}")
+    from specsim.calibration.measurements import mape_by, predict_rows, token_band  # pandas: only to measure
+    from specsim.calibration.vidur import VIDUR_DEVICES, import_vidur
     root = reference
     if hw_name not in VIDUR_DEVICES.values():
         return (f"No reference timings exist for {hw_name} (the bundled reference covers "
