@@ -194,7 +194,18 @@ def gemm_time_s(
     operands a benchmark cycles through (L2 residency, `l2_hit_fraction`); None in a forward pass.
     `compute_scale` scales the tile rate (fused-MoE grouped GEMMs). Compute and memory returned are
     the chosen configuration's. Monotone non-decreasing in m: every configuration's time is.
+    Evaluated once per distinct m when every other operand is one value (a grid's token counts repeat).
     """
+    m_arr = np.asarray(m, dtype=float)
+    if m_arr.size >= 64 and all(np.size(a) == 1 for a in (n, k, groups)) and buffer_sets is None and (
+            working_set is None):
+        unique, inverse = np.unique(m_arr, return_inverse=True)
+        if len(unique) <= 0.5 * m_arr.size:
+            parts = gemm_time_s(unique, n, k, hw, dtype, weight_bytes, act_bytes, groups, None, act_quant,
+                                compute_scale, None)
+            shape = np.broadcast_shapes(m_arr.shape, np.shape(n), np.shape(k), np.shape(groups))
+            return tuple(np.broadcast_to(part[inverse.ravel()].reshape(m_arr.shape), shape).copy()
+                         for part in parts)  # type: ignore[return-value]
     compute, memory = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets,
                                     compute_scale, working_set)
     eff = hw.efficiency
