@@ -88,6 +88,14 @@ def _depth_ok(data: Any, limit: int) -> bool:
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def is_file(path: str | Path) -> bool:
+    """Path.is_file that answers False, not OSError, for a name the OS cannot look up (too long, ...)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def load_structured(text: str, where: str, fmt: str = "yaml") -> Any:
     """Parse YAML (``fmt`` "yaml") or JSON ("json"); SpecsimError naming ``where`` when it cannot be
     parsed or nests deeper than MAX_DEPTH."""

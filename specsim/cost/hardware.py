@@ -16,7 +16,7 @@ from typing import Any
 
 from specsim.cost.dtypes import COMPUTE_DTYPES, canonical
 from specsim.errors import SpecsimError
-from specsim.files import positive, read_mapping, require
+from specsim.files import is_file, positive, read_mapping, require
 
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
@@ -294,9 +294,9 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     """A bundled profile by name, or a user's YAML by path."""
     text = str(name_or_path)
     path = Path(text)
-    if not (text.endswith((".yaml", ".yml")) or path.is_file()):
+    if not (text.endswith((".yaml", ".yml")) or is_file(path)):
         path = profiles_dir() / f"{text}.yaml"
-        if not path.is_file():
+        if not is_file(path):
             raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
     try:
         st = path.stat()

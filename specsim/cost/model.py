@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from specsim.cost.dtypes import kv_bytes
 from specsim.errors import SpecsimError
-from specsim.files import read_mapping, require
+from specsim.files import is_file, read_mapping, require
 
 FAMILIES = ("llama", "mistral", "qwen2", "mixtral", "phi", "qwen", "internlm", "deepseek_v3",
             "qwen3", "qwen3_moe", "gpt_oss", "llama4", "llama4_text", "kimi_k2")
@@ -197,7 +197,7 @@ def resolve_name(name: str) -> str:
     """The catalogue name for a catalogue name or a Hugging Face id (case-insensitive); the input
     lower-cased when it is neither."""
     key = name.lower()
-    if (catalogue_dir() / f"{key}.json").is_file():
+    if is_file(catalogue_dir() / f"{key}.json"):
         return key
     return aliases().get(key, key)
 
@@ -206,11 +206,11 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     """A catalogue model by name or Hugging Face id (case-insensitive), or a config.json by path."""
     text = str(name_or_path)
     path = Path(text)
-    if path.is_dir() and (path / "config.json").is_file():
+    if is_file(path / "config.json"):
         path = path / "config.json"
-    elif not (text.endswith(".json") or path.is_file()):
+    elif not (text.endswith(".json") or is_file(path)):
         path = catalogue_dir() / f"{resolve_name(text)}.json"
-        if not path.is_file():
+        if not is_file(path):
             raise SpecsimError(f"unknown model '{text}' (known: {', '.join(available())}; a Hugging Face id "
                                "listed in specsim/cost/models/aliases.yaml; or a path to a config.json)")
     try:

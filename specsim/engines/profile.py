@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from specsim.errors import SpecsimError
-from specsim.files import read_mapping
+from specsim.files import is_file, read_mapping
 
 ALLREDUCE_KINDS = ("custom", "nccl_graph", "nccl")
 GRAPH_UNITS = ("tokens", "requests")
@@ -139,9 +139,9 @@ def available() -> list[str]:
 def _path(name_or_path: str | Path) -> Path:
     text = str(name_or_path).strip()
     path = Path(text)
-    if not (text.endswith((".yaml", ".yml")) or path.is_file()):
+    if not (text.endswith((".yaml", ".yml")) or is_file(path)):
         path = engines_dir() / f"{text.lower()}.yaml"
-        if not path.is_file():
+        if not is_file(path):
             raise SpecsimError(f"unknown engine '{text}' (known: {', '.join(available())}; or a path to a YAML)")
     return path
 

@@ -20,7 +20,7 @@ from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
-from specsim.files import read_mapping, read_text
+from specsim.files import is_file, read_mapping, read_text
 from specsim.plan.evaluate import DEFAULT_ENGINE, bundled_engine
 from specsim.simulate.config import ServingSpec, TrafficSpec, Where, parse_sections, yaml_lines
 from specsim.simulate.traffic import TraceArrivals
@@ -175,7 +175,8 @@ def _model_ref(value: Any, base: Path) -> str:
     is read as that id unless a file or folder of that name exists beside the scenario."""
     text = str(value)
     rel = _relative(text, base)
-    if rel != text and not Path(rel).exists() and (catalogue_dir() / f"{resolve_name(text)}.json").is_file():
+    if rel != text and not is_file(rel) and not is_file(Path(rel) / "config.json") and is_file(
+            catalogue_dir() / f"{resolve_name(text)}.json"):
         return text
     return rel
 
@@ -244,6 +245,8 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
     for key in ("hardware", "model"):
         if key not in data:
             raise SpecsimError(f"{where}: missing field '{key}'")
+        if not isinstance(data[key], str) or not data[key].strip() or len(data[key]) > 4096:
+            raise SpecsimError(f"{where}: field '{key}' must be a name or a path, got {str(data[key])[:60]!r}")
     if "load" not in data and "traffic" not in data:
         raise SpecsimError(f"{where}: missing field 'load' (or a 'traffic' section to derive it from)")
     base = Path(where).parent

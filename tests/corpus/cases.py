@@ -127,6 +127,14 @@ def scenario_cases() -> list[Case]:
                 continue  # a simulated-traffic scenario needs no load buckets
             cases.append(Case(f"scenario-{path.stem}-missing-{key}", ["plan", "{d}/s.yaml"], ("s.yaml", key),
                               {"s.yaml": _yaml(_drop(base, key))}))
+    # hardware / model that are not names: a list (the fuzz test's find: its text made an over-long path that
+    # the OS refused, an internal error), a number, an empty string
+    for key in ("hardware", "model"):
+        for label, value in (("list", [None, [{"x": None}] * 40]), ("number", 7), ("empty", "")):
+            data = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "drafts": ["eagle3"],
+                    "load": {"buckets": [{"batch": 8, "context": 2048}]}, key: value}
+            cases.append(Case(f"scenario-{key}-{label}", ["plan", "{d}/s.yaml"], ("s.yaml", key),
+                              {"s.yaml": _yaml(data)}))
     # a model that does not fit (plan and report), an arrival rate nothing serves
     big = {"hardware": "h100-sxm", "model": "llama-3.1-70b", "drafts": ["eagle3"],
            "load": {"buckets": [{"batch": 8, "context": 2048}]}}
