@@ -477,11 +477,13 @@ def save_pngs(jobs: Sequence[tuple[Figure, str]], dpi: int = 100) -> None:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    from specsim.forking import fork_context
+
     workers = min(os.cpu_count() or 1, len(jobs), 4)
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
         _PENDING[:] = [(fig, path, dpi) for fig, path in jobs]
         try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(workers, mp_context=fork_context()) as pool:
                 list(pool.map(_save_pending, range(len(jobs))))
             return
         except (OSError, RuntimeError, BrokenProcessPool):

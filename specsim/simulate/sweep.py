@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from specsim.errors import SpecsimError
+from specsim.forking import fork_context
 from specsim.simulate.acceptance import AcceptanceMix
 from specsim.simulate.capacity import table_for
 from specsim.simulate.cost import StepCost, StepTable
@@ -165,7 +166,7 @@ class SweepBatch:
         if n > 1 and "fork" in multiprocessing.get_all_start_methods():
             _PENDING[:] = self.jobs
             try:  # forked workers start at the first submit (all of them) and inherit the jobs
-                self._pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+                self._pool = ProcessPoolExecutor(n, mp_context=fork_context())
                 self._futures = [self._pool.submit(_run_pending, i) for i in range(len(self.jobs))]
             except (OSError, RuntimeError, BrokenProcessPool):
                 self.close()

@@ -210,7 +210,9 @@ def _beside(fn: Callable[..., list[Crossover]], *args: Any) -> Callable[[], list
         return lambda: fn(*args)
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    from specsim.forking import fork_context
+
+    pool = ProcessPoolExecutor(1, mp_context=fork_context())
     future = pool.submit(fn, *args)
 
     def result() -> list[Crossover]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from specsim.acceptance.chain import AcceptanceProfile
 from specsim.errors import SpecsimError
+from specsim.forking import fork_context
 from specsim.plan.optimize import Config, Plan, bucket_points, evaluate_draft, pick_k, score_configs
 from specsim.plan.optimize import plan as make_plan
 from specsim.plan.scenario import ArrivalLoad, Bucket, Scenario
@@ -109,7 +110,7 @@ class Replans:
         if cpus > 1 and workers >= 1 and len(scenarios) > 2 and "fork" in multiprocessing.get_all_start_methods():
             try:
                 _JOBS[:] = scenarios
-                self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                self._pool = ProcessPoolExecutor(workers, mp_context=fork_context())
                 self._futures = [self._pool.submit(_replan_job, i) for i in range(len(scenarios))]
             except (OSError, RuntimeError, BrokenProcessPool):
                 self.close()
