@@ -41,9 +41,15 @@ CostModel = Annotated[str | None, typer.Option(
 
 
 def weight_dtype(value: str | None, alias: str | None) -> str:
-    """--weight-dtype, or its hidden old name --dtype; bf16 when neither is given."""
+    """--weight-dtype, or its hidden old name --dtype, checked against the known weight dtypes (an empty value
+    is refused); bf16 when neither is given."""
+    from specsim.cost.dtypes import WEIGHT_BYTES, canonical
+
     if value is not None and alias is not None and value != alias:
         raise SpecsimError(f"give --weight-dtype only (--dtype is its old name), got {value!r} and {alias!r}")
+    for given, option in ((value, "--weight-dtype"), (alias, "--dtype")):
+        if given is not None and (not str(given).strip() or canonical(given) not in WEIGHT_BYTES):
+            raise SpecsimError(f"{option} must be one of {' | '.join(WEIGHT_BYTES)}, got {given!r}")
     return value or alias or "bf16"
 
 

@@ -35,7 +35,7 @@ from specsim.cli.main import app
 from specsim.cost import hardware as hwmod
 from specsim.cost import model as modelmod
 from specsim.cost.costmodel import describe
-from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES, canonical
+from specsim.cost.dtypes import KV_BYTES, canonical
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import head_ops, layer_ops
 from specsim.engines.pass_parts import PARTS, EngineShape, engine_ops, engine_pass, engine_shape
@@ -60,14 +60,6 @@ def _dtype(value: str, option: str, known: Iterable[str]) -> str:
     return value
 
 
-def _weight_dtype(value: str | None, alias: str | None) -> str:
-    """--weight-dtype (or its old name --dtype) checked against the known weight dtypes; bf16 when not given."""
-    for given, option in ((value, "--weight-dtype"), (alias, "--dtype")):
-        if given is not None:
-            _dtype(given, option, WEIGHT_BYTES)
-    return weight_dtype(value, alias)
-
-
 @dataclass(frozen=True)
 class _Pass:
     """What `ops` and `forward` resolved from their options: the profiles and where each point runs."""
@@ -87,7 +79,7 @@ def _resolve(hardware: str, model: str, tp: int, weight_dtype_: str | None, dtyp
     if np.any(q < 1):
         raise SpecsimError("--tokens must be >= 1")
     check_batch_context(batch, context)
-    dtype = _weight_dtype(weight_dtype_, dtype_alias)
+    dtype = weight_dtype(weight_dtype_, dtype_alias)
     _dtype(kv_dtype, "--kv-dtype", KV_BYTES)
     if allreduce is not None and allreduce not in ALLREDUCE_KINDS:
         raise SpecsimError(f"--allreduce must be one of {' | '.join(ALLREDUCE_KINDS)}, got {allreduce!r}")
