@@ -50,8 +50,8 @@ def main() -> None:
               f"passes in {t * 1e3:.1f} ms")
     vidur = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vidur"
     if vidur.is_dir():
-        from specsim.calibration.measurements import predict_table, resolver
         from specsim.calibration.vidur import import_vidur
+        from specsim.cost.measurements import predict_table, resolver
 
         df = import_vidur(vidur)
         gemm = df[df["op"] == "gemm"]

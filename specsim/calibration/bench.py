@@ -523,7 +523,7 @@ def write_bench(result: BenchResult, output: str | Path, dtype: str) -> list[Pat
     import yaml
 
     from specsim.calibration.fit import write_atomic
-    from specsim.calibration.measurements import COLUMNS
+    from specsim.cost.measurements import COLUMNS
 
     output = Path(output)
     if not result.rows:

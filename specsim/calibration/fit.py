@@ -28,9 +28,9 @@ import pandas as pd
 import yaml
 from scipy.optimize import least_squares
 
-from specsim.calibration.measurements import BAND_LABELS, NEEDS, RowSet, token_band
 from specsim.cost import roofline as rl
 from specsim.cost.hardware import HardwareProfile, parse_hardware
+from specsim.cost.measurements import BAND_LABELS, NEEDS, RowSet, token_band
 from specsim.errors import SpecsimError
 
 # Bounds of each fittable efficiency parameter (physical ranges).

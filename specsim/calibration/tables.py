@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from specsim.calibration import fit as cal
-from specsim.calibration.measurements import BAND_LABELS, RowSet, check_measurements, token_band
 from specsim.cost.hardware import HardwareProfile
+from specsim.cost.measurements import BAND_LABELS, RowSet, check_measurements, token_band
 from specsim.errors import SpecsimError
 
 CORE = (512.0, 16384.0)  # GEMM core shapes: 512 <= N, K <= 16384 (the issue's scoring set)
@@ -63,7 +63,7 @@ def _one_kernel(d: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 def load_rows(device: str, framework: str = "vllm", gemm_dtypes: Sequence[str] = ("bf16", "fp8"),
               df: pd.DataFrame | None = None) -> TableRows:
     """The rows the fit and the scores use, from the installed tables (or `df` in the same schema)."""
-    from specsim.calibration import aiconfigurator as aic
+    from specsim.cost import aiconfigurator as aic
 
     cache: dict[tuple[str, str], pd.DataFrame] = {}
 
@@ -282,7 +282,7 @@ def calibrate_to_tables(hw: HardwareProfile, framework: str = "vllm", starts: in
                         df: pd.DataFrame | None = None, stages: Sequence[str] | None = None,
                         ) -> tuple[HardwareProfile, pd.DataFrame, TableRows]:
     """Fit `hw` to the tables of its GPU and `framework`; (profile with source and provenance, report, rows)."""
-    from specsim.calibration import aiconfigurator as aic
+    from specsim.cost import aiconfigurator as aic
 
     rows = load_rows(hw.name, framework, df=df)
     if all(getattr(rows, op).empty for op in ("gemm", "attention", "moe", "allreduce")):

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.calibration.measurements import check_measurements
+from specsim.cost.measurements import check_measurements
 from specsim.errors import SpecsimError
 
 # Vidur's GPU folder names -> specsim profile names (its A100 rows come from 80 GB SXM parts).

@@ -107,7 +107,7 @@ def import_aiconfigurator_cmd(
 
     Read from the installed package, never copied into this repository; each row names its framework,
     kernel and source file."""
-    from specsim.calibration.aiconfigurator import measurements
+    from specsim.cost.aiconfigurator import measurements
 
     with Outputs() as outs:
         staged = outs.path(output)
@@ -205,8 +205,8 @@ def calibrate(
     predicted-vs-measured and error-vs-size figures.
     """
     from specsim.calibration import fit as cal
-    from specsim.calibration.measurements import read_measurements
     from specsim.cost.hardware import load_hardware
+    from specsim.cost.measurements import read_measurements
 
     check_format(fmt)
     if starts < 1:

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import typer
 
-from specsim.calibration.measurements import predict_table, read_measurements, resolver
 from specsim.cli._format import check_format, emit, emit_summary, parse_int_list
 from specsim.cli._options import (
     Batch,
@@ -37,6 +36,7 @@ from specsim.cost import model as modelmod
 from specsim.cost.costmodel import describe
 from specsim.cost.dtypes import KV_BYTES, canonical
 from specsim.cost.forward import breakdown
+from specsim.cost.measurements import predict_table, read_measurements, resolver
 from specsim.cost.ops import head_ops, layer_ops
 from specsim.engines.pass_parts import PARTS, EngineShape, engine_ops, engine_pass, engine_shape
 from specsim.engines.profile import ALLREDUCE_KINDS, EngineProfile, load_engine

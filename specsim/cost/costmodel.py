@@ -232,7 +232,7 @@ def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> Measured
     """Ratio grids from measurement rows of one GPU (one framework's kernels; see `_main_kernel`)."""
     import pandas as pd
 
-    from specsim.calibration.measurements import RowSet, kernel_dtype
+    from specsim.cost.measurements import RowSet, kernel_dtype
 
     df = df.copy()
     for col in ("framework_version", "kernel", "phase", "kv_dtype", "impl", "distribution"):
@@ -381,7 +381,7 @@ class TableCostModel:
         """The table's correction of the roofline for each measurement row (1 where not covered)."""
         import pandas as pd
 
-        from specsim.calibration.measurements import kernel_dtype
+        from specsim.cost.measurements import kernel_dtype
 
         r = np.ones(len(df))
         op = df["op"].astype(str).to_numpy()
@@ -419,7 +419,7 @@ class TableCostModel:
         """Milliseconds for measurement rows: the roofline under each row's benchmark conditions
         (L2-warm replays included) times the table's correction — the measurement itself at a
         measured shape."""
-        from specsim.calibration.measurements import RowSet
+        from specsim.cost.measurements import RowSet
 
         return RowSet(df.reset_index(drop=True)).predict_ms(self.hw) * self.row_ratios(df.reset_index(drop=True))
 
@@ -437,14 +437,14 @@ def _load_rows(hw: HardwareProfile) -> tuple[pd.DataFrame, str]:
     """Measurement rows for `hw`'s table backend: its CSV, or NVIDIA's tables for this GPU."""
     choice = hw.cost_model
     if choice.measurements:
-        from specsim.calibration.measurements import read_measurements
+        from specsim.cost.measurements import read_measurements
 
         df = read_measurements(choice.measurements)
         df = df[df["device"].isin(["", hw.name])]
         if (df["framework"] == choice.framework).any():  # a CSV of several frameworks: the chosen one's
             df = df[df["framework"].isin([choice.framework, "nccl", ""])]
         return df, f"measured tables {choice.measurements}"
-    from specsim.calibration import aiconfigurator as aic
+    from specsim.cost import aiconfigurator as aic
 
     system = aic.system_name(hw.name)
     try:

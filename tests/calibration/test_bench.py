@@ -64,7 +64,7 @@ def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[bench.BenchResult
 
 
 def test_cpu_bench_writes_the_measurement_schema_and_metadata(cpu_run) -> None:
-    from specsim.calibration.measurements import read_measurements
+    from specsim.cost.measurements import read_measurements
 
     result, out = cpu_run
     df = read_measurements(out)  # schema check: ops, positive finite times

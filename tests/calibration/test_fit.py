@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from specsim.calibration import fit as cal
-from specsim.calibration.measurements import check_measurements
 from specsim.cost import roofline as rl
 from specsim.cost.hardware import load_hardware
+from specsim.cost.measurements import check_measurements
 from specsim.errors import SpecsimError
 
 SHAPES = [(4096, 4096), (12288, 4096), (4096, 11008), (28672, 8192), (1280, 8192), (8192, 8192), (4096, 512),

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.calibration.measurements import read_measurements
 from specsim.calibration.vidur import import_vidur
+from specsim.cost.measurements import read_measurements
 from specsim.errors import SpecsimError
 from tests._cli import run
 

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.calibration.measurements import RowSet, check_measurements
 from specsim.cost import costmodel as cmod
 from specsim.cost import roofline as rl
 from specsim.cost.forward import breakdown, forward_time_s
 from specsim.cost.hardware import load_hardware
+from specsim.cost.measurements import RowSet, check_measurements
 from specsim.cost.model import load_model
 from specsim.cost.ops import make_shape
 from specsim.errors import SpecsimError

@@ -36,8 +36,8 @@ def fit_quality(hw_name: str, reference: Path | None) -> str:
         hw = load_hardware(hw_name)
         return (f"Fit record of this profile (in-sample; `specsim report --reference DIR` measures it again "
                 f"against a folder of reference timings): {hw.efficiency.source.strip()}")
-    from specsim.calibration.measurements import mape_by, predict_rows, token_band  # pandas: only to measure
     from specsim.calibration.vidur import VIDUR_DEVICES, import_vidur
+    from specsim.cost.measurements import mape_by, predict_rows, token_band  # pandas: only to measure
     root = reference
     if hw_name not in VIDUR_DEVICES.values():
         return (f"No reference timings exist for {hw_name} (the bundled reference covers "

@@ -1,4 +1,4 @@
-"""The importer of NVIDIA's measured kernel tables (specsim/calibration/aiconfigurator.py).
+"""The importer of NVIDIA's measured kernel tables (specsim/cost/aiconfigurator.py).
 
 A small synthetic tree in the package's layout checks every convention (pyarrow needed); the real
 tables are checked when aiconfigurator-core is installed (``pip install ".[tables]"``)."""
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specsim.calibration import aiconfigurator as aic
-from specsim.calibration.measurements import read_measurements
+from specsim.cost import aiconfigurator as aic
+from specsim.cost.measurements import read_measurements
 from specsim.errors import SpecsimError
 from tests._cli import run
 

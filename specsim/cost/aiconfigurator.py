@@ -355,7 +355,7 @@ def measurements(systems: Sequence[str] | None = None, frameworks: Sequence[str]
                  families: Sequence[str] | None = None, *, latest: bool = True,
                  root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """`import_aiconfigurator`, checked as a measurement table (what `specsim import aiconfigurator` writes)."""
-    from specsim.calibration.measurements import check_measurements
+    from specsim.cost.measurements import check_measurements
 
     df = import_aiconfigurator(systems, frameworks, families, latest=latest, root=root)
     return check_measurements(df, "aiconfigurator tables")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.calibration.measurements import mape_by, predict_table, read_measurements, resolver, token_band
+from specsim.cost.measurements import mape_by, predict_table, read_measurements, resolver, token_band
 from specsim.errors import SpecsimError
 
 
