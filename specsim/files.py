@@ -21,13 +21,15 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from specsim.errors import SpecsimError
+
+T = TypeVar("T")
 
 MAX_DEPTH = 64  # nesting levels accepted in a YAML/JSON input (none of ours needs more than 5)
 MAX_BYTES = 256 * 2**20  # a text input larger than this is refused rather than read into memory
@@ -86,6 +88,27 @@ def _depth_ok(data: Any, limit: int) -> bool:
 # libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents, 5-10x faster
 # (the 18 hardware profiles of `hardware list` load in 0.05 s instead of 0.3 s)
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parsed_once(parse: Callable[[Path], T]) -> Callable[[Path], T]:
+    """`parse` of a file, kept per process while the file is unchanged (keyed by path, mtime and size): for
+    parsers whose result is frozen, so sharing it is safe (hardware profiles, model configs; a validation run
+    loads the same 18 profiles 257 times). A file that cannot be stat()ed is parsed afresh, so that the
+    parser's own reader names what is wrong with it."""
+    from functools import lru_cache
+
+    @lru_cache(maxsize=256)
+    def cached(path: str, _mtime_ns: int, _size: int) -> T:
+        return parse(Path(path))
+
+    def load(path: Path) -> T:
+        try:
+            st = path.stat()
+        except OSError:
+            return parse(path)
+        return cached(str(path), st.st_mtime_ns, st.st_size)
+
+    return load
 
 
 def is_file(path: str | Path) -> bool:

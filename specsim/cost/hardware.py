@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from specsim.cost.dtypes import COMPUTE_DTYPES, canonical
 from specsim.errors import SpecsimError
-from specsim.files import is_file, positive, read_mapping, require
+from specsim.files import is_file, parsed_once, positive, read_mapping, require
 
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
@@ -298,16 +297,11 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
         path = profiles_dir() / f"{text}.yaml"
         if not is_file(path):
             raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
-    try:
-        st = path.stat()
-    except OSError:  # absent or unreadable: read without the cache, whose reader names the file
-        return _load_hardware_file.__wrapped__(str(path), 0, 0)
-    return _load_hardware_file(str(path), st.st_mtime_ns, st.st_size)
+    return _load_hardware_file(path)
 
 
-@lru_cache(maxsize=256)
-def _load_hardware_file(path: str, mtime_ns: int, size: int) -> HardwareProfile:
-    """A profile file parsed once per process while it is unchanged (the profile is frozen: shared)."""
+@parsed_once
+def _load_hardware_file(path: Path) -> HardwareProfile:
     data = read_mapping(path)
     try:
         return parse_hardware(data, str(path))

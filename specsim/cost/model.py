@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from specsim.cost.dtypes import kv_bytes
 from specsim.errors import SpecsimError
-from specsim.files import is_file, read_mapping, require
+from specsim.files import is_file, parsed_once, read_mapping, require
 
 FAMILIES = ("llama", "mistral", "qwen2", "mixtral", "phi", "qwen", "internlm", "deepseek_v3",
             "qwen3", "qwen3_moe", "gpt_oss", "llama4", "llama4_text", "kimi_k2")
@@ -213,17 +213,11 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
         if not is_file(path):
             raise SpecsimError(f"unknown model '{text}' (known: {', '.join(available())}; a Hugging Face id "
                                "listed in specsim/cost/models/aliases.yaml; or a path to a config.json)")
-    try:
-        st = path.stat()
-    except OSError:  # absent or unreadable: read without the cache, whose reader names the file
-        return _load_model_file.__wrapped__(str(path), 0, 0)
-    return _load_model_file(str(path), st.st_mtime_ns, st.st_size)
+    return _load_model_file(path)
 
 
-@lru_cache(maxsize=256)
-def _load_model_file(path_text: str, mtime_ns: int, size: int) -> ModelSpec:
-    """A config file parsed once per process while it is unchanged (the spec is frozen: shared)."""
-    path = Path(path_text)
+@parsed_once
+def _load_model_file(path: Path) -> ModelSpec:
     name = path.stem if path.name != "config.json" else path.parent.name
     cfg = read_mapping(path)
     try:
