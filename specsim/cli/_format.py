@@ -6,6 +6,7 @@ values into plain Python (NaN/inf -> null); Markdown is a pipe table.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -109,9 +110,20 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
 
 
 # A table wider than the terminal is never cut: it is printed in the first of these layouts that fits
-# (the full table; compact borders; transposed, one column per row; one block per row).
+# (the full table; compact borders; text wrapped between words; transposed, one column per row; one block
+# per row).
 TRANSPOSE_MAX_ROWS = 8
 _NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?%?x?|-|yes|NO")  # right-aligned cells
+
+
+def _whole_words(con: Console, table: Table, texts: list[str]) -> bool:
+    """Whether `table` drawn at the console's width shows every word of `texts` whole (each found unbroken in
+    the drawing): rich's measure of a wrapping table does not promise that, it folds words inside a column
+    squeezed narrower than them."""
+    probe = Console(width=con.width, file=io.StringIO(), color_system=None, legacy_windows=False)
+    probe.print(table)
+    drawn = probe.file.getvalue()  # type: ignore[attr-defined]
+    return all(word in drawn for text in texts for word in text.split())
 
 
 def _width(con: Console, table: Table) -> int:
@@ -124,7 +136,7 @@ def _grid_table(title: str, columns: Sequence[str], cells: Sequence[Sequence[str
                   box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD, pad_edge=not compact,
                   padding=(0, 1) if not compact else (0, 0))
     for i, col in enumerate(columns):
-        wraps = wrap_text and any(" " in row[i] for row in cells)
+        wraps = wrap_text and (" " in str(col) or any(" " in row[i] for row in cells))
         numeric = i >= text_columns and all(_NUMBER.fullmatch(row[i]) for row in cells)
         table.add_column(escape(str(col)), justify="right" if numeric else "left", no_wrap=not wraps,
                          overflow="fold")
@@ -147,7 +159,7 @@ def print_rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence
             return
     # text columns with spaces wrap at word boundaries (numbers and names never do)
     table = _grid_table(title, columns, cells, text_columns, compact=True, wrap_text=True)
-    if Measurement.get(con, con.options.update(max_width=100_000), table).minimum <= con.width:
+    if _whole_words(con, table, [*map(str, columns), *(c for row in cells for c in row)]):
         con.print(table)
         return
     if 0 < len(cells) <= TRANSPOSE_MAX_ROWS:

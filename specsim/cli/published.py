@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.cli._format import emit, emit_mapping, emit_records, plain, print_json, working
+from specsim.cli._format import console, emit, emit_mapping, emit_records, plain, print_json, working
 from specsim.errors import EXIT_BAD_INPUT, SpecsimError
 from specsim.files import Outputs, read_text
 
@@ -102,9 +102,13 @@ def run_published(fmt: str, corpus: Path | None = None) -> None:
                            "published first < 1x": plain(c.published) or "none",
                            "predicted (anchored)": plain(c.anchored) or "none",
                            "predicted (priors)": plain(c.priors) or "none"} for c in report.crossovers])
-    if not cross.empty:
+    if not cross.empty and fmt == "table":  # short headers: the sweep names keep the width
+        emit(cross.set_axis(["sweep", "batches", "published", "anchored", "priors"], axis=1), fmt,
+             "batch crossovers: the first batch where speculation stops paying, published and predicted (anchored "
+             "to the source's lowest batch; from priors)")
+    elif not cross.empty:
         emit(cross, fmt, "batch crossovers (first batch where speculation stops paying)")
     if fmt == "table":
         unmapped = report.unmapped.value_counts()
-        print(f"{len(report.unmapped)} published rows not priced: "
-              + "; ".join(f"{n} {why}" for why, n in unmapped.head(6).items()))
+        console().print(f"{len(report.unmapped)} published rows not priced: "
+                        + "; ".join(f"{n} {why}" for why, n in unmapped.head(6).items()), markup=False)

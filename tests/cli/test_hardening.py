@@ -295,3 +295,17 @@ def test_scenario_paths_are_relative_to_the_scenario(tmp_path: Path, monkeypatch
     data = json.loads(r.out)
     assert data["model"] == "mine"
     assert snapshot(tmp_path) == before
+
+
+def test_validate_published_at_80_columns_splits_no_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crossover table's long sweep names wrap between words, never inside one (rich folded them at 9
+    characters when the wide headers left the sweep column no room)."""
+    import json
+
+    monkeypatch.setenv("COLUMNS", "80")
+    r = invoke("validate", "--published")
+    assert r.code == 0, r.err
+    assert max(len(line) for line in r.out.splitlines()) <= 80 and "…" not in r.out
+    data = json.loads(invoke("validate", "--published", "-f", "json").out)
+    words = {w for c in data["crossovers"] for w in c["sweep"].split()}
+    assert words and all(w in r.out for w in words)
