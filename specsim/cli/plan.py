@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -98,7 +98,7 @@ def _indented_yaml(cfg: object, width: int) -> str:
     return "\n".join(lines)
 
 
-def _write_engine_configs(folder: Path, configs: dict[str, object]) -> None:
+def _write_engine_configs(folder: Path, configs: dict[str, Any]) -> None:
     """DIR/<engine>.json for each engine that runs the plan (all or nothing; DIR made if absent)."""
     if folder.exists() and not folder.is_dir():
         raise SpecsimError(f"--engine-configs {folder}: not a folder")
@@ -106,11 +106,11 @@ def _write_engine_configs(folder: Path, configs: dict[str, object]) -> None:
         raise SpecsimError(f"--engine-configs {folder}: folder {folder.parent} does not exist")
     if not folder.exists():
         folder.mkdir()
-    with Outputs() as outs:
-        for name, cfg in configs.items():
-            if cfg is not None and name != "note":
-                path = outs.path(folder / f"{name}.json", "--engine-configs")
-                path.write_text(json.dumps(plain(cfg), indent=2) + "\n")
+    from specsim.plan.engine_configs import engine_config_files
+
+    with Outputs() as outs:  # the same files, laid out the same way, as a report's engine-configs/
+        for rel, text in engine_config_files(configs).items():
+            outs.path(folder / Path(rel).name, "--engine-configs").write_text(text)
 
 
 @app.command()

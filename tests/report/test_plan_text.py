@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from specsim.errors import SpecsimError
+from specsim.plan.engine_configs import JSON_WIDTH, pretty_json
 from specsim.plan.scenario import parse_scenario
 from specsim.report import context, write
-from specsim.report.sections import plan as plan_sec
 from specsim.report.sections.speedup import pays_text, speedup_section
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -104,10 +104,10 @@ def test_engine_config_files_are_written_with_the_report_or_not_at_all(tmp_path:
 def test_pretty_json_round_trips_and_keeps_long_lists_compact() -> None:
     value = {"a": [[1, 2, 3]] * 30, "b": {str(i): i / 7 for i in range(40)}, "c": "x" * 300, "d": [],
              "e": {"f": {"g": [True, None, "s"]}}, "h": list(range(200))}
-    text = plan_sec.pretty_json(value)
+    text = pretty_json(value)
     assert json.loads(text) == value
     lines = text.split("\n")
-    assert all(len(ln) <= plan_sec.JSON_WIDTH for ln in lines if '"c"' not in ln)
+    assert all(len(ln) <= JSON_WIDTH for ln in lines if '"c"' not in ln)
     assert len(lines) < 60  # 200 numbers and 40 entries packed, not one per line
 
 

@@ -3,10 +3,10 @@ the policy over batch, the arrival-rate solution and the engine configuration.""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from specsim.drafts.draft import Draft
+from specsim.plan.engine_configs import ENGINE_CONFIG_DIR, engine_config_files, pretty_json
 from specsim.plan.summary import NAMES, plan_markdown
 from specsim.report.context import Ctx, Section, md_table
 
@@ -72,72 +72,8 @@ def plan_section(c: Ctx) -> Section:
 
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-ENGINE_CONFIG_DIR = "engine-configs"
-JSON_WIDTH = 100
-
-
-def pretty_json(value: Any, width: int = JSON_WIDTH) -> str:
-    """JSON for people: a mapping or list that fits in `width` characters stays on one line, a longer one
-    puts each entry on its own indented line, and a long list of numbers or strings is packed several to a
-    line (a `speculative_token_tree`, a `batch_stats` row). Valid JSON: `json.loads` gives `value` back."""
-    return _pretty(value, 0, width, width)
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _flat(v: list[Any]) -> bool:
-    """A short list of scalars (a [from, to, k] row)."""
-    return all(not isinstance(x, dict | list) for x in v) and len(json.dumps(v, default=float)) <= 40
-
-
-def _pretty(value: Any, indent: int, room: int, width: int, row: bool = False) -> str:
-    """`value` at `indent`, on one line when it fits in `room`; `row`: an element of a list (a table row)."""
-    flat = json.dumps(value, default=float, ensure_ascii=False)
-    if len(flat) <= room or not isinstance(value, dict | list) or not value:
-        return flat
-    inner = indent + 2
-    pad = " " * inner
-    # packed several to a line: a list of numbers, strings or short flat lists, a table row, a row of numbers;
-    # one entry per line: a mapping of settings (the engine's flags)
-    packed = (all(not isinstance(v, dict) and (not isinstance(v, list) or _flat(v)) for v in value)
-              if isinstance(value, list) else
-              all(not isinstance(v, dict | list) for v in value.values())
-              and (row or all(_number(v) for v in value.values())))
-    if packed:
-        items = ([f"{json.dumps(str(k), ensure_ascii=False)}: {json.dumps(v, default=float, ensure_ascii=False)}"
-                  for k, v in value.items()] if isinstance(value, dict) else
-                 [json.dumps(v, default=float, ensure_ascii=False) for v in value])
-        lines: list[str] = []
-        line = ""
-        for item in items:
-            if line and len(line) + 2 + len(item) > width - inner - 1:
-                lines.append(line + ",")
-                line = item
-            else:
-                line = f"{line}, {item}" if line else item
-        lines.append(line)
-        body = "\n".join(pad + x for x in lines)
-    elif isinstance(value, dict):
-        parts = []
-        for k, v in value.items():
-            key = json.dumps(str(k), ensure_ascii=False) + ": "
-            parts.append(pad + key + _pretty(v, inner, width - inner - len(key) - 1, width))
-        body = ",\n".join(parts)
-    else:
-        body = ",\n".join(pad + _pretty(v, inner, width - inner - 1, width, row=True) for v in value)
-    opening, closing = "{}" if isinstance(value, dict) else "[]"
-    return f"{opening}\n{body}\n{' ' * indent}{closing}"
-
-
 def _engines(configs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: cfg for name, cfg in configs.items() if isinstance(cfg, dict)}
-
-
-def engine_config_files(configs: dict[str, Any]) -> dict[str, str]:
-    """Each engine's configuration as a file beside the report: engine-configs/ENGINE.json."""
-    return {f"{ENGINE_CONFIG_DIR}/{name}.json": pretty_json(cfg) + "\n" for name, cfg in _engines(configs).items()}
 
 
 def engine_config_blocks(configs: dict[str, Any]) -> list[str]:
