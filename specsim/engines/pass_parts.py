@@ -24,7 +24,7 @@ from specsim.cost.hardware import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import Op, PassShape, make_shape
 from specsim.cost.roofline import Array
-from specsim.engines.passes import graph_batch, pass_time_s, step_time_s
+from specsim.engines.passes import attention_share, graph_batch, pass_time_s, step_time_s
 from specsim.engines.profile import EngineProfile
 
 #: The parts of a step running one pass: the kernels' families (cost.forward.FAMILIES less its "overhead"),
@@ -61,7 +61,7 @@ def engine_shape(e: EngineProfile, batch: ArrayLike, q_per_seq: ArrayLike, conte
 def engine_ops(es: EngineShape, build: Callable[[PassShape], list[Op]]) -> list[Op]:
     """The ops `build` lists for a pass shape (cost.ops.layer_ops, head_ops, a breakdown's), each point priced
     as the engine runs it: at the run batch, with the graph's all-reduce where it replays one and eager NCCL
-    where not, attention in a padded graph charged for the real sequences (as `passes._gpu_time_s`)."""
+    where not, attention in a padded graph charged for the real sequences (`passes.attention_share`)."""
     s = es.shape
 
     def at(allreduce: str) -> list[Op]:
@@ -75,8 +75,7 @@ def engine_ops(es: EngineShape, build: Callable[[PassShape], list[Op]]) -> list[
     # one list serves both modes when the graph runs NCCL too (as in pass_time_s)
     graph_ops = eager_ops if eager_ops is not None and es.graph_allreduce == "nccl" else at(es.graph_allreduce)
     eager = eager_ops if eager_ops is not None else graph_ops
-    # padding slots carry no KV cache: attention scales with the sequences it reads
-    real = np.where(graphed, s.batch / np.maximum(es.run_batch, 1.0), 1.0)
+    real = np.where(graphed, attention_share(es.run_batch, s.batch), 1.0)
 
     def pick(g: ArrayLike, x: ArrayLike, scale: ArrayLike = 1.0) -> Array:
         shape = graphed.shape

@@ -186,7 +186,13 @@ def _gpu_time_s(br: ForwardBreakdown, batch: Array | None = None, real_batch: Ar
         return gpu, kernels
     assert batch is not None
     attention = br.by_family()["attention"]
-    return gpu - attention * (1.0 - np.asarray(real_batch, dtype=float) / np.maximum(batch, 1.0)), kernels
+    return gpu - attention * (1.0 - attention_share(batch, real_batch)), kernels
+
+
+def attention_share(batch: ArrayLike, real_batch: ArrayLike) -> Array:
+    """The share of a padded graph's attention that is paid: its padding slots carry no KV cache (engines give
+    them a zero sequence length), so attention scales with the real sequences it reads."""
+    return np.asarray(real_batch, dtype=float) / np.maximum(batch, 1.0)
 
 
 def host_step_s(e: EngineProfile, batch: ArrayLike, speculative: bool) -> Array:
