@@ -17,8 +17,8 @@ import numpy as np
 from specsim.cost.hardware import load_hardware
 from specsim.cost.model import load_model
 from specsim.drafts.build import make_draft
-from specsim.plan.evaluate import Target
 from specsim.plan.sweep import sweep_arrays
+from specsim.step.evaluate import Target
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,23 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.simulate import (
-    AcceptanceMix,
-    AnalyticCost,
-    EngineConfig,
-    Fixed,
-    Lognormal,
-    Poisson,
-    Requests,
-    SpecPolicy,
-    Traffic,
-    WorkloadClass,
-    generate_requests,
-    grid,
-    simulate,
-    summarize,
-)
-from specsim.simulate.sweep import sweep
+from specsim.scenario.serving import EngineConfig
+from specsim.scenario.traffic import Fixed, Lognormal, Poisson, Requests, Traffic, generate_requests
+from specsim.scenario.workload import AcceptanceMix, WorkloadClass
+from specsim.simulate.cost import AnalyticCost
+from specsim.simulate.engine import simulate
+from specsim.simulate.metrics import summarize
+from specsim.simulate.sweep import grid, sweep
+from specsim.step.policy import SpecPolicy
 
 # Roughly Llama-3.1-70B on 8 GPUs: 12 ms a step, 20 us per verified token, KV reads per context token.
 COST = AnalyticCost(step_s=0.012, per_token_s=2e-5, per_token_context_s=2e-8, prefill_fixed_s=0.005,
@@ -68,9 +59,9 @@ def speed() -> None:
 
 
 def planner_speed() -> None:
-    from specsim.plan.evaluate import Target
-    from specsim.plan.scenario import load_scenario
-    from specsim.simulate.planner import PlannerCost, chain
+    from specsim.advise.planner import PlannerCost, chain
+    from specsim.scenario.scenario import load_scenario
+    from specsim.step.evaluate import Target
 
     s = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "llama8b-1b-draft-h100.yaml")
     t = Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, s.engine)
@@ -88,9 +79,9 @@ def planner_speed() -> None:
 
 
 def planner_floor() -> None:
-    from specsim.plan.evaluate import Target, step_arrays
-    from specsim.plan.scenario import load_scenario
-    from specsim.simulate.planner import PlannerCost, chain
+    from specsim.advise.planner import PlannerCost, chain
+    from specsim.scenario.scenario import load_scenario
+    from specsim.step.evaluate import Target, step_arrays
 
     s = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "llama8b-1b-draft-h100.yaml")
     t = Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, s.engine)

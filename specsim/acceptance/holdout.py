@@ -11,7 +11,7 @@ Two measurements, both without the measured acceptance (priors only):
 
 At a fixed configuration the step time does not depend on acceptance, so a speedup predicted from
 a prior is off from the one predicted from the published acceptance by exactly ``tau_prior /
-tau_published`` (plan/step.py: speedup = tokens per step x baseline step / step time): that ratio
+tau_published`` (step/economics.py: speedup = tokens per step x baseline step / step time): that ratio
 minus 1 is the error the prior adds to every speedup, on top of the cost model's own.
 """
 

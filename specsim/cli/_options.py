@@ -16,7 +16,7 @@ import typer
 from specsim.errors import SpecsimError
 
 if TYPE_CHECKING:
-    from specsim.plan.scenario import Scenario
+    from specsim.scenario.scenario import Scenario
 
 FORMAT_HELP = "table | csv | json | markdown"
 MAX_BATCH = 1_000_000

@@ -73,7 +73,7 @@ class _Pass:
 def _resolve(hardware: str, model: str, tp: int, weight_dtype_: str | None, dtype_alias: str | None, kv_dtype: str,
              tokens: str, batch: int, context: int, cost_model: str | None, engine: str | None,
              allreduce: str | None) -> _Pass:
-    from specsim.plan.evaluate import DEFAULT_ENGINE  # the engine evaluate and plan price with by default
+    from specsim.step.evaluate import DEFAULT_ENGINE  # the engine evaluate and plan price with by default
 
     q = np.array(parse_int_list(tokens, "--tokens"), dtype=float)
     if np.any(q < 1):

@@ -11,6 +11,7 @@ import typer
 import yaml
 from rich.markup import escape
 
+from specsim.advise.plan import plan_scenario as make_plan
 from specsim.cli._format import (
     check_format,
     console,
@@ -25,9 +26,8 @@ from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
-from specsim.plan.optimize import plan as make_plan
-from specsim.plan.scenario import load_scenario
 from specsim.plan.summary import pays_by_draft, plan_dict, plan_markdown, segment_label
+from specsim.scenario.scenario import load_scenario
 
 
 @app.command()

@@ -32,9 +32,9 @@ def report(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from specsim.files import check_folder_target
-    from specsim.plan.scenario import load_scenario
     from specsim.report.assemble import STEPS  # matplotlib loads only for this command
     from specsim.report.write import OUTPUTS, write_report
+    from specsim.scenario.scenario import load_scenario
 
     check_format(fmt)
     t0 = time.perf_counter()

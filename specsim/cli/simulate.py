@@ -31,8 +31,8 @@ from specsim.cli.main import app
 from specsim.errors import SpecsimError
 
 if TYPE_CHECKING:
-    from specsim.simulate.policy import SpecPolicy
-    from specsim.simulate.run import Outcome, Setup
+    from specsim.advise.simulation import Outcome, Setup
+    from specsim.step.policy import SpecPolicy
 
 BACKENDS = ("loky", "dask", "ray")
 
@@ -77,10 +77,10 @@ def simulate(
     fmt: Fmt = "table",
 ) -> None:
     """Simulate serving the scenario's traffic request by request, with speculation off and on side by side."""
+    from specsim.advise.simulation import make_setup, run_scenario, sweep_scenario
     from specsim.files import check_target
-    from specsim.plan.scenario import load_scenario
-    from specsim.simulate.policy import SpecPolicy
-    from specsim.simulate.run import make_setup, run_scenario, sweep_scenario
+    from specsim.scenario.scenario import load_scenario
+    from specsim.step.policy import SpecPolicy
 
     check_format(fmt)
     if backend not in BACKENDS:
@@ -130,7 +130,7 @@ def simulate(
 
 
 def _policies(values: list[str]) -> list[SpecPolicy]:
-    from specsim.simulate.policy import SpecPolicy
+    from specsim.step.policy import SpecPolicy
 
     items = [x.strip() for v in values for x in v.split(";") if x.strip()]
     if not items:
@@ -244,7 +244,7 @@ def _curve_start_rps(a: Any) -> float:
 
 
 def _describe_arrivals(setup: Setup) -> str:
-    from specsim.simulate.traffic import Gamma, Poisson, RateCurve, TraceArrivals
+    from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
 
     a = setup.traffic.arrivals
     if isinstance(a, Poisson):
@@ -261,8 +261,8 @@ def _describe_arrivals(setup: Setup) -> str:
 
 def outcome_dict(o: Outcome) -> dict[str, Any]:
     """The JSON record of `specsim simulate --format json`."""
+    from specsim.advise.simulation import mean_lengths
     from specsim.simulate.capacity import Comparison
-    from specsim.simulate.run import mean_lengths
 
     st = o.setup
     s = st.scenario
@@ -481,7 +481,7 @@ def _rate_of(setup: Setup, rate: float | None) -> tuple[float, Any]:
 def _arrived(setup: Setup, rates: list[float] | None) -> dict[float, float | None]:
     """The mean arrival rate of the requests each swept rate simulated (the same seeded requests the sweep
     generated), by the rate its rows carry."""
-    from specsim.simulate.traffic import generate_requests
+    from specsim.scenario.traffic import generate_requests
 
     out: dict[float, float | None] = {}
     for rate in _rate_axis(rates):
@@ -495,7 +495,7 @@ def _rate_notes(setup: Setup, rates: list[float] | None) -> list[str]:
     """What the rate column means for this traffic, and what 'arrived' is: a rate curve is scaled to each
     rate as its daily mean (`Traffic.with_rate`), so the run, which starts at the curve's start hour, sees
     the curve's rate there, scaled alike."""
-    from specsim.simulate.traffic import Gamma, Poisson, RateCurve, TraceArrivals
+    from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
 
     a = setup.traffic.arrivals
     arrived = "arrived: the mean arrival rate of the requests simulated at that rate"

@@ -44,7 +44,7 @@ from specsim.cli.main import app
 from specsim.cost.costmodel import describe as cost_model_label
 from specsim.engines.profile import load_engine
 from specsim.errors import EXIT_CHECK_FAILED, SpecsimError
-from specsim.plan.step import StepMetrics, ratio_step_metrics
+from specsim.step.economics import StepMetrics, ratio_step_metrics
 
 ABSTRACT_NOTE = (
     "abstract cost model (seed chapter): target step = T, draft step = c*T, verification = one "
@@ -139,7 +139,7 @@ def _real_cost_route(
     from specsim.cost.hardware import load_hardware
     from specsim.cost.model import load_model
     from specsim.drafts.build import make_draft
-    from specsim.plan.evaluate import Target, bundled_engine, config_metrics, memory_per_gpu
+    from specsim.step.evaluate import Target, bundled_engine, config_metrics, memory_per_gpu
 
     hw = load_hardware(hardware)
     if setup.get("cost_model") is not None:

@@ -12,9 +12,9 @@ from typing import Protocol
 import numpy as np
 
 from specsim.drafts.draft import Draft
-from specsim.plan.evaluate import Target, fits
 from specsim.plan.optimize import solve_concurrency
-from specsim.plan.scenario import ArrivalLoad
+from specsim.scenario.scenario import ArrivalLoad
+from specsim.step.evaluate import Target, fits
 
 
 class RateCurve(Protocol):
@@ -22,11 +22,6 @@ class RateCurve(Protocol):
 
     rate_rps: np.ndarray
     ms_per_token: np.ndarray
-
-
-def cost_per_mtok_usd(gpus: float, usd_per_gpu_hour: float, tok_s: float) -> float:
-    """Dollars per million output tokens for `gpus` GPUs producing tok_s tokens per second."""
-    return gpus * usd_per_gpu_hour / (tok_s * 3600.0) * 1e6
 
 
 def max_rate_rps(curve: RateCurve, slo_ms: float, prefill_s: float, output_tokens: int) -> float:

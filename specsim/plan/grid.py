@@ -28,7 +28,7 @@ from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile
 from specsim.errors import SpecsimError
-from specsim.plan.evaluate import DEFAULT_ENGINE, Target, bundled_engine, memory_per_gpu, step_arrays
+from specsim.step.evaluate import DEFAULT_ENGINE, Target, bundled_engine, memory_per_gpu, step_arrays
 
 #: Input columns and their defaults (None: required for speculative rows / optional).
 INPUTS: dict[str, Any] = {

@@ -27,9 +27,9 @@ from specsim.cost.forward import forward_time_s
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft, max_tree_nodes
 from specsim.errors import SpecsimError
-from specsim.plan.evaluate import Target, config_metrics, fits, memory_per_gpu, step_arrays
-from specsim.plan.scenario import Bucket, Scenario
-from specsim.plan.step import step_metrics
+from specsim.scenario.scenario import Bucket, Scenario
+from specsim.step.economics import step_metrics
+from specsim.step.evaluate import Target, config_metrics, fits, memory_per_gpu, step_arrays
 
 FIELDS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "baseline_step_ms", "speedup", "throughput_tok_s",
           "ms_per_token")
@@ -222,7 +222,7 @@ class Plan:
     band: dict[str, Any] | None = None  # the decision under the acceptance band's low / high cases
     dynamic_profile: dict[str, Any] | None = None  # vLLM dynamic speculative decoding profile
     chain_policy: list[dict[str, Any]] | None = None  # the best chain-only schedule (engines without trees)
-    serving: dict[str, Any] | None = None  # objective slo with traffic: the choice by simulation (simulate/slo.py)
+    serving: dict[str, Any] | None = None  # objective slo with traffic: the choice by simulation (advise/slo.py)
     pays: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # per draft: batch ranges where it pays
 
 
@@ -463,22 +463,10 @@ def _prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) 
 
 
 def plan(s: Scenario, detail: bool = True) -> Plan:
-    """The analytic plan; for `objective: slo` with `serving.slo` and traffic (or an arrival rate) to simulate,
-    the draft, policy and replicas are then chosen by simulation against the SLO's percentiles, and the
-    engine configs follow that choice (simulate/slo.py). `detail=False` skips what only the full record
-    shows (crossovers, the acceptance band, vLLM's dynamic profile): the report's sensitivity re-plans."""
-    p = _plan(s, detail)
-    if not detail:
-        return p
-    if s.objective == "slo" and s.serving is not None and s.serving.slo is not None and (
-            s.traffic is not None or s.arrival is not None):
-        from specsim.simulate.slo import optimise_slo  # the serving simulation sits above the planner
-
-        p = optimise_slo(s, p)
-    return p
-
-
-def _plan(s: Scenario, detail: bool = True) -> Plan:
+    """The analytic plan: the draft, k or tree and the policy over load that the objective prefers.
+    `detail=False` skips what only the full record shows (crossovers, the acceptance band, vLLM's dynamic
+    profile): the report's sensitivity re-plans. (`objective: slo` with serving traffic is then decided by
+    simulation: specsim.advise.plan.)"""
     t = target_of(s)
     if s.arrival is not None:
         return _plan_arrival(s, t, detail)

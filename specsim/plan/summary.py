@@ -120,7 +120,7 @@ def recommendation(plan: Plan) -> str:
 
 
 def serving_sentence(plan: Plan) -> str:
-    """The recommendation of an SLO plan chosen by simulation (`Plan.serving`, simulate/slo.py): the policy, the
+    """The recommendation of an SLO plan chosen by simulation (`Plan.serving`, advise/slo.py): the policy, the
     replicas that meet the percentile bounds at the target rate, against plain decoding's."""
     sv = plan.serving
     assert sv is not None

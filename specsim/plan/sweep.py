@@ -13,8 +13,8 @@ import numpy as np
 
 from specsim.acceptance.chain import AcceptanceProfile, expected_tokens
 from specsim.drafts.draft import Draft
-from specsim.plan.evaluate import Target, memory_per_gpu, step_arrays
-from specsim.plan.scenario import Scenario
+from specsim.scenario.scenario import Scenario
+from specsim.step.evaluate import Target, memory_per_gpu, step_arrays
 
 if TYPE_CHECKING:  # pandas only for the tidy frame (the report's heat map uses the arrays)
     import pandas as pd

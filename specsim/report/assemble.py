@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specsim.plan.scenario import Scenario
 from specsim.report.context import Ctx, Progress, Section, make_ctx
 from specsim.report.sections.capacity import capacity_section
 from specsim.report.sections.heatmap import heatmap_section
@@ -17,6 +16,7 @@ from specsim.report.sections.provenance import provenance_section
 from specsim.report.sections.sensitivity import Sensitivity, sensitivity_section
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
+from specsim.scenario.scenario import Scenario
 
 if TYPE_CHECKING:  # the serving section (the simulator, pandas) loads only for a scenario with traffic
     from specsim.report.sections.serving import ServingRuns

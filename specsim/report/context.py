@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from specsim.advise.plan import plan_scenario as make_plan
 from specsim.drafts.draft import Draft
-from specsim.plan.evaluate import Target
 from specsim.plan.optimize import Plan, target_of
-from specsim.plan.optimize import plan as make_plan
-from specsim.plan.scenario import Scenario
 from specsim.plan.summary import plan_dict
+from specsim.scenario.scenario import Scenario
+from specsim.step.evaluate import Target
 
 Progress = Callable[[str], None]
 

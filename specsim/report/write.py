@@ -18,11 +18,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specsim.files import check_folder_target, output_folder
-from specsim.plan.scenario import Scenario, load_scenario
 from specsim.report import assemble
 from specsim.report import figures as fg
 from specsim.report.context import Progress, Section
 from specsim.report.html import markdown_to_html
+from specsim.scenario.scenario import Scenario, load_scenario
 
 OUTPUTS = ("report.html", "report.md", "plan.json", "figures", "engine-configs")
 

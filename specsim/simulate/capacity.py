@@ -14,20 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.serving import SLO, EngineConfig, Pricing, cost_per_mtok_usd
+from specsim.scenario.traffic import Requests
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, rows_of
-from specsim.simulate.engine import EngineConfig, SimResult, simulate
-from specsim.simulate.metrics import (
-    SLO,
-    Pricing,
-    ServingMetrics,
-    cost_per_mtok_usd,
-    meets_slo,
-    slo_percentiles,
-    summarize,
-)
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Requests
+from specsim.simulate.engine import SimResult, simulate
+from specsim.simulate.metrics import ServingMetrics, meets_slo, slo_percentiles, summarize
+from specsim.step.policy import SpecPolicy
 
 
 def table_for(cost: StepCost, engines: list[EngineConfig], requests: list[Requests]) -> StepTable:

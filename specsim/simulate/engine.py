@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -32,47 +32,14 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.serving import EngineConfig
+from specsim.scenario.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, interpolate_row, rows_of
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-
-
-def _int_at_least(name: str, value: Any, lo: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
-        raise SpecsimError(f"serving: field '{name}' must be an integer >= {lo}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Scheduler limits (vLLM names), the KV capacity in tokens (from the memory model) and the policy."""
-
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
-    kv_capacity_tokens: int = 1_000_000
-    policy: SpecPolicy = field(default_factory=SpecPolicy)
-
-    def __post_init__(self) -> None:
-        _int_at_least("max_num_seqs", self.max_num_seqs, 1)
-        _int_at_least("max_num_batched_tokens", self.max_num_batched_tokens, 1)
-        _int_at_least("kv_capacity_tokens", self.kv_capacity_tokens, 1)
-        if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM SchedulerConfig enforces the same
-            raise SpecsimError(f"serving: max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= "
-                               f"max_num_seqs ({self.max_num_seqs})")
-
-    def k_by_batch(self) -> IntArray:
-        """The k each decode batch 0..max_num_seqs runs at: the policy's, cut so batch x (k+1) fits the budget."""
-        k = self.policy.k_table(self.max_num_seqs)
-        b = np.arange(len(k))
-        fit = self.max_num_batched_tokens // np.maximum(b, 1) - 1
-        return np.asarray(np.maximum(np.minimum(k, fit), 0), dtype=np.int64)
-
-    def with_policy(self, policy: SpecPolicy) -> EngineConfig:
-        return EngineConfig(self.max_num_seqs, self.max_num_batched_tokens, self.kv_capacity_tokens, policy)
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,8 +11,7 @@ Definitions (as vLLM's benchmarks/benchmark_serving.py reports them, percentiles
   al. 2024); requests with one output token need only meet TTFT.
 - The window is first arrival to last finish; time averages (batch, queue, in system, KV) are exact
   integrals over it, so mean in system = arrival rate x mean time in system (Little's law).
-- Cost per million output tokens = GPUs x price per GPU-hour / 3600 / (output tokens / s) x 1e6, at the
-  simulated load (idle capacity is paid for).
+- Cost per million output tokens (scenario/serving.py) at the simulated load (idle capacity is paid for).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from specsim.errors import SpecsimError
+from specsim.scenario.serving import SLO, Pricing, cost_per_mtok_usd
 from specsim.simulate.engine import SimResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -70,34 +69,6 @@ class Percentiles:
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class SLO:
-    """Latency bounds per request; `percentile` is the one replica planning holds them at."""
-
-    ttft_s: float
-    tpot_s: float
-    percentile: float = 99.0
-
-    def __post_init__(self) -> None:
-        if not (self.ttft_s > 0 and self.tpot_s > 0 and 0 < self.percentile <= 100):
-            raise SpecsimError(f"slo: need ttft > 0, tpot > 0 and 0 < percentile <= 100, got {self}")
-
-
-@dataclass(frozen=True)
-class Pricing:
-    gpu_hour_usd: float
-    gpus_per_replica: int = 1
-
-    def __post_init__(self) -> None:
-        if not (self.gpu_hour_usd >= 0 and self.gpus_per_replica >= 1):
-            raise SpecsimError(f"pricing: need gpu_hour_usd >= 0 and gpus_per_replica >= 1, got {self}")
-
-
-def cost_per_mtok_usd(gpus: float, gpu_hour_usd: float, output_tok_s: float) -> float:
-    """Dollars per million output tokens for `gpus` GPUs producing output_tok_s tokens per second."""
-    return gpus * gpu_hour_usd / 3600.0 / output_tok_s * 1e6 if output_tok_s > 0 else math.inf
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,13 +29,14 @@ import pandas as pd
 
 from specsim.errors import SpecsimError
 from specsim.forking import fork_context
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.serving import SLO, EngineConfig, Pricing
+from specsim.scenario.traffic import Requests, Traffic, generate_requests
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.capacity import table_for
 from specsim.simulate.cost import StepCost, StepTable
-from specsim.simulate.engine import EngineConfig, simulate
-from specsim.simulate.metrics import SLO, Pricing, ServingMetrics, summarize
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Requests, Traffic, generate_requests
+from specsim.simulate.engine import simulate
+from specsim.simulate.metrics import ServingMetrics, summarize
+from specsim.step.policy import SpecPolicy
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specsim.plan.optimize import plan
-from specsim.plan.scenario import load_scenario, parse_scenario
+from specsim.advise.plan import plan_scenario as plan
 from specsim.plan.summary import pays_phrase
+from specsim.scenario.scenario import load_scenario, parse_scenario
 from tests._cli import run
 
 ROOT = Path(__file__).resolve().parents[2]

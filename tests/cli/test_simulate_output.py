@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from specsim.advise.simulation import make_setup
 from specsim.cli._format import fmt_value
-from specsim.plan.scenario import load_scenario
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import make_setup
-from specsim.simulate.traffic import generate_requests
+from specsim.scenario.scenario import load_scenario
+from specsim.scenario.traffic import generate_requests
+from specsim.step.policy import SpecPolicy
 from tests._cli import run
 from tests.corpus.harness import ROOT, invoke
 

@@ -11,8 +11,8 @@ from specsim.cost import ops
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import make_shape
 from specsim.engines import passes
-from specsim.plan.evaluate import bundled_engine
-from specsim.plan.scenario import load_scenario
+from specsim.scenario.scenario import load_scenario
+from specsim.step.evaluate import bundled_engine
 from tests.corpus.harness import ROOT
 
 

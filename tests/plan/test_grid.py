@@ -7,8 +7,8 @@ import pytest
 from specsim.cost.hardware import load_hardware
 from specsim.cost.model import load_model
 from specsim.drafts.build import make_draft
-from specsim.plan.evaluate import Target, bundled_engine, config_metrics
 from specsim.plan.grid import OUTPUTS, evaluate_grid
+from specsim.step.evaluate import Target, bundled_engine, config_metrics
 
 
 def test_every_row_equals_evaluate_for_that_configuration() -> None:

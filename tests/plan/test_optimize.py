@@ -11,8 +11,8 @@ from specsim.cost.forward import breakdown
 from specsim.cost.ops import make_shape
 from specsim.errors import SpecsimError
 from specsim.plan.optimize import plan, solve_concurrency, target_of
-from specsim.plan.scenario import load_scenario, parse_scenario
 from specsim.plan.summary import plan_dict
+from specsim.scenario.scenario import load_scenario, parse_scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
 
@@ -103,7 +103,7 @@ def test_little_law_fixed_point() -> None:
     a = s.arrival
     n, _ = solve_concurrency(t, s.drafts[0], 4, a.rate_rps, a.prompt_tokens, a.output_tokens)
     from specsim.cost.forward import forward_time_s
-    from specsim.plan.evaluate import config_metrics
+    from specsim.step.evaluate import config_metrics
 
     prefill = float(forward_time_s(t.hardware, t.model, 1, a.prompt_tokens, a.prompt_tokens / 2, t.tp,
                                    t.weight_dtype, t.kv_dtype))
@@ -190,8 +190,8 @@ def test_sglang_tree_bands_carry_the_backend_caveat() -> None:
 
 
 def test_sweep_equals_config_metrics() -> None:
-    from specsim.plan.evaluate import config_metrics
     from specsim.plan.sweep import sweep_arrays
+    from specsim.step.evaluate import config_metrics
 
     s = load_scenario(next(p for p in SCENARIOS if p.stem == "chat-llama70b-h100"))
     t = target_of(s)
@@ -238,7 +238,7 @@ def test_objectives_at_fixed_batch_and_slo_flag() -> None:
 
 def test_memory_per_gpu_by_hand() -> None:
     from specsim.drafts.build import make_draft
-    from specsim.plan.evaluate import memory_per_gpu
+    from specsim.step.evaluate import memory_per_gpu
 
     s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-70b", "tp": 8, "drafts": ["eagle3"],
                         "load": {"buckets": [{"batch": 10}]}}, "x")
@@ -257,7 +257,7 @@ def test_activation_peak_matches_vllm_log_for_llama3_8b() -> None:
     """vLLM's profiling log for Llama-3-8B on one H100 (vllm-project/vllm#10511): "PyTorch activation
     peak memory 1.26 GiB" at the default 8192-token budget; the formula's widest tensors give 1.18."""
     from specsim.cost.model import load_model
-    from specsim.plan.memory import activation_peak_bytes
+    from specsim.step.memory import activation_peak_bytes
 
     m = load_model("llama-3-8b")
     peak = activation_peak_bytes(m.hidden, m.intermediate, m.n_heads, m.n_kv_heads, m.head_dim, m.vocab, 1)
@@ -372,7 +372,7 @@ def test_parallel_drafter_cost_is_flat_in_k() -> None:
     """P-EAGLE drafts k tokens in one pass: drafting 7 costs well under 7x drafting 1 (an autoregressive
     EAGLE-3 head pays about k passes)."""
     from specsim.drafts.build import make_draft
-    from specsim.plan.evaluate import config_metrics
+    from specsim.step.evaluate import config_metrics
 
     s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-8b", "drafts": ["p_eagle"],
                         "load": {"buckets": [{"batch": 8}]}}, "x")

@@ -15,17 +15,18 @@ import numpy as np
 import pytest
 
 from specsim.acceptance.chain import AcceptanceProfile
+from specsim.advise.plan import plan_scenario as plan
 from specsim.cli.main import main
 from specsim.drafts.build import make_draft
 from specsim.errors import SpecsimError
 from specsim.plan import capacity as capacity_mod
-from specsim.plan.evaluate import config_metrics
-from specsim.plan.optimize import plan, target_of
-from specsim.plan.scenario import load_scenario, parse_scenario
+from specsim.plan.optimize import target_of
 from specsim.plan.summary import plan_dict
 from specsim.report import assemble, context, write
 from specsim.report.html import markdown_to_html
 from specsim.report.sections import capacity, heatmap, policy, sensitivity
+from specsim.scenario.scenario import load_scenario, parse_scenario
+from specsim.step.evaluate import config_metrics
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
 BUILT: dict[str, tuple[Path, float]] = {}
@@ -231,7 +232,7 @@ def test_scaled_acceptance_is_clipped_and_replans() -> None:
 def test_heatmap_agrees_with_plan_at_the_assumed_alpha() -> None:
     """The heat map's optimal k at a bucket's (batch, alpha) is the plan's k, or one within 2% of it (the plan's
     deployed schedule must not raise k with batch, which can cost it a percent at a tile step)."""
-    from specsim.plan.evaluate import config_metrics
+    from specsim.step.evaluate import config_metrics
 
     for batch, alpha in ((1, 0.8), (16, 0.7), (64, 0.5), (128, 0.3)):
         s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-8b",

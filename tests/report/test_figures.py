@@ -15,14 +15,14 @@ from matplotlib.lines import Line2D
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import make_shape
 from specsim.engines.passes import pass_time_s
-from specsim.plan.evaluate import memory_per_gpu
 from specsim.plan.optimize import evaluate_draft
-from specsim.plan.scenario import load_scenario
 from specsim.report import assemble, context
 from specsim.report import figures as fg
 from specsim.report.context import Ctx
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
+from specsim.scenario.scenario import load_scenario
+from specsim.step.evaluate import memory_per_gpu
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 _CTX: dict[str, Ctx] = {}

@@ -15,9 +15,9 @@ import pytest
 
 from specsim.errors import SpecsimError
 from specsim.plan.engine_configs import JSON_WIDTH, pretty_json
-from specsim.plan.scenario import parse_scenario
 from specsim.report import context, write
 from specsim.report.sections.speedup import pays_text, speedup_section
+from specsim.scenario.scenario import parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}

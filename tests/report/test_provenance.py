@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from specsim.plan.scenario import parse_scenario
 from specsim.report.sections.provenance import profile_kind, provenance_section
+from specsim.scenario.scenario import parse_scenario
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "hardware_profiles").glob("*.yaml"))
 TRANSFERRED = "transferred from a profile fitted on another GPU (an estimate)"

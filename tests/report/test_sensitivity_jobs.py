@@ -3,8 +3,8 @@ workers ahead of the section, with the same answers as planning serially."""
 
 from __future__ import annotations
 
-from specsim.plan.scenario import load_scenario
 from specsim.report.sections.sensitivity import ACCEPTANCE_SCALES, Replans, Sensitivity, replan
+from specsim.scenario.scenario import load_scenario
 from tests.corpus.harness import ROOT
 
 

@@ -7,13 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.serving import SLO, EngineConfig, Pricing
+from specsim.scenario.traffic import Fixed, Poisson, Traffic, generate_requests
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.capacity import compare_speculation, replicas_needed
 from specsim.simulate.cost import AnalyticCost
-from specsim.simulate.engine import EngineConfig, simulate
-from specsim.simulate.metrics import SLO, Pricing, meets_slo
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Fixed, Poisson, Traffic, generate_requests
+from specsim.simulate.engine import simulate
+from specsim.simulate.metrics import meets_slo
+from specsim.step.policy import SpecPolicy
 
 
 def test_on_off_tpot_ratio_is_k_plus_one_with_free_drafts_and_full_acceptance() -> None:

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.plan.scenario import load_scenario
+from specsim.advise.simulation import make_setup
+from specsim.scenario.scenario import load_scenario
+from specsim.scenario.traffic import generate_requests
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import make_setup
-from specsim.simulate.traffic import generate_requests
+from specsim.step.policy import SpecPolicy
 from tests.corpus.harness import ROOT, assert_clean_failure, invoke, snapshot
 
 BUNDLED = ROOT / "scenarios" / "chat-traffic-llama8b-h100.yaml"

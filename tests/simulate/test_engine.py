@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix, WorkloadClass
+from specsim.scenario.serving import EngineConfig
+from specsim.scenario.traffic import Fixed, Lognormal, Poisson, Requests, Traffic, generate_requests
+from specsim.scenario.workload import AcceptanceMix, WorkloadClass
 from specsim.simulate.cost import AnalyticCost
-from specsim.simulate.engine import EngineConfig, simulate
+from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Fixed, Lognormal, Poisson, Requests, Traffic, generate_requests
+from specsim.step.policy import SpecPolicy
 
 from .test_cost import RooflineLike
 

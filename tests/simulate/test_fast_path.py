@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from specsim.scenario.serving import EngineConfig
+from specsim.scenario.traffic import Gamma, Lognormal, Poisson, Requests, Traffic, generate_requests
+from specsim.scenario.workload import AcceptanceMix, WorkloadClass
 from specsim.simulate import engine as engine_mod
-from specsim.simulate.acceptance import AcceptanceMix, WorkloadClass
 from specsim.simulate.cost import AnalyticCost
-from specsim.simulate.engine import EngineConfig, SimResult, simulate
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Gamma, Lognormal, Poisson, Requests, Traffic, generate_requests
+from specsim.simulate.engine import SimResult, simulate
+from specsim.step.policy import SpecPolicy
 
 MIX = AcceptanceMix((WorkloadClass("chat", 0.6, (0.8, 0.7, 0.6, 0.5, 0.4)),
                      WorkloadClass("code", 0.4, (0.95, 0.9, 0.85, 0.8, 0.75))))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.serving import SLO, EngineConfig, Pricing, cost_per_mtok_usd
+from specsim.scenario.traffic import Requests
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import AnalyticCost
-from specsim.simulate.engine import EngineConfig, simulate
-from specsim.simulate.metrics import SLO, Percentiles, Pricing, cost_per_mtok_usd, summarize, weighted_percentile
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Requests
+from specsim.simulate.engine import simulate
+from specsim.simulate.metrics import Percentiles, summarize, weighted_percentile
+from specsim.step.policy import SpecPolicy
 
 
 def test_weighted_percentile_by_hand() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsim.plan.scenario import load_scenario
+from specsim.advise.simulation import make_setup
 from specsim.report.context import make_ctx
 from specsim.report.sections.serving import _hour_cases, _hours, serving_section
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import make_setup
+from specsim.scenario.scenario import load_scenario
+from specsim.step.policy import SpecPolicy
 from tests.corpus.harness import ROOT
 
 

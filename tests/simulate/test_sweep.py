@@ -5,13 +5,14 @@ from __future__ import annotations
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.serving import SLO, EngineConfig
+from specsim.scenario.traffic import Lognormal, Poisson, Traffic, generate_requests
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import AnalyticCost
-from specsim.simulate.engine import EngineConfig, simulate
-from specsim.simulate.metrics import SLO, summarize
-from specsim.simulate.policy import SpecPolicy
+from specsim.simulate.engine import simulate
+from specsim.simulate.metrics import summarize
 from specsim.simulate.sweep import grid, metrics_row, sweep
-from specsim.simulate.traffic import Lognormal, Poisson, Traffic, generate_requests
+from specsim.step.policy import SpecPolicy
 
 COST = AnalyticCost(0.01, 5e-5, 2e-8, 0.003, 3e-5)
 MIX = AcceptanceMix.constant(0.75)

@@ -7,16 +7,15 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 
+from specsim.advise.simulation import make_setup, run_scenario
 from specsim.errors import SpecsimError
-from specsim.plan.scenario import load_scenario
-from specsim.simulate.acceptance import AcceptanceMix
+from specsim.scenario.scenario import load_scenario
+from specsim.scenario.serving import SLO, EngineConfig
+from specsim.scenario.traffic import Lognormal, Poisson, Traffic
+from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import AnalyticCost, StepTable, cached_table, clear_table_cache, rows_of
-from specsim.simulate.engine import EngineConfig
-from specsim.simulate.metrics import SLO
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import make_setup, run_scenario
 from specsim.simulate.sweep import grid, sweep, sweep_many
-from specsim.simulate.traffic import Lognormal, Poisson, Traffic
+from specsim.step.policy import SpecPolicy
 from tests.corpus.harness import ROOT
 from tests.simulate.test_cost import RooflineLike
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from specsim.drafts.build import make_draft
-from specsim.plan.capacity import cost_per_mtok_usd, max_rate_rps, replicas_needed, solver_max_rate
+from specsim.plan.capacity import max_rate_rps, replicas_needed, solver_max_rate
 from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table, row_label
 from specsim.report.sections.policy import RateModel
+from specsim.scenario.serving import cost_per_mtok_usd
 
 
 def capacity_section(c: Ctx, rm: RateModel | None) -> Section:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
-from specsim.plan.evaluate import Target, memory_per_gpu
 from specsim.report import figures as fg
 from specsim.report.context import GIB, Ctx, Section, md_table, row_label
+from specsim.step.evaluate import Target, memory_per_gpu
 
 
 def _largest_batch(t: Target, d: Draft, k: int, context: float) -> int:

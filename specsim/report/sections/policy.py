@@ -9,9 +9,9 @@ import numpy as np
 
 from specsim.cost.forward import forward_time_s
 from specsim.drafts.build import make_draft
-from specsim.plan.evaluate import config_metrics, fits
 from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table
+from specsim.step.evaluate import config_metrics, fits
 
 
 @dataclass

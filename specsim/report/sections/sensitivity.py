@@ -17,10 +17,10 @@ from specsim.errors import SpecsimError
 from specsim.forking import fork_context
 from specsim.plan.optimize import Config, Plan, bucket_points, evaluate_draft, pick_k, score_configs
 from specsim.plan.optimize import plan as make_plan
-from specsim.plan.scenario import ArrivalLoad, Bucket, Scenario
 from specsim.plan.summary import plan_dict
 from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table
+from specsim.scenario.scenario import ArrivalLoad, Bucket, Scenario
 
 ACCEPTANCE_SCALES = (1.0, 0.9, 0.8)
 

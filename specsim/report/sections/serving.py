@@ -15,14 +15,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from specsim.advise.simulation import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_cases
 from specsim.errors import SpecsimError
 from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table
+from specsim.scenario.traffic import Gamma, RateCurve, TraceArrivals, Traffic, generate_requests
 from specsim.simulate.cost import StepTable
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_cases
 from specsim.simulate.sweep import SweepBatch, SweepCase, sweep_many
-from specsim.simulate.traffic import Gamma, RateCurve, TraceArrivals, Traffic, generate_requests
+from specsim.step.policy import SpecPolicy
 
 #: Requests per simulation in the report (the scenario's count when smaller; fewer for long outputs, at most
 #: REPORT_TOKENS output tokens, at least 100): percentiles to a few percent, a report in seconds.

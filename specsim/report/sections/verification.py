@@ -18,10 +18,10 @@ from specsim.cost.ops import make_shape
 from specsim.drafts.draft import Draft, ngram_drafted_tokens
 from specsim.engines.passes import gpu_only, graph_batch, pass_time_s
 from specsim.engines.profile import EngineProfile
-from specsim.plan.evaluate import Target
 from specsim.plan.optimize import Config
 from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, fmt_ms, md_table, row_label
+from specsim.step.evaluate import Target
 
 
 def _ridge_tokens(linear_compute_s: np.ndarray, linear_memory_s: np.ndarray, tokens: np.ndarray) -> int | None:

@@ -5,7 +5,7 @@ import pytest
 
 from specsim.acceptance.chain import expected_tokens
 from specsim.errors import SpecsimError
-from specsim.plan.step import ratio_step_metrics, ratio_step_times, step_metrics, target_pass_time_s
+from specsim.step.economics import ratio_step_metrics, ratio_step_times, step_metrics, target_pass_time_s
 
 SEED_K = np.array([1, 2, 3, 4, 5, 6, 7, 8, 10])
 SEED_SPEEDUP = [1.71, 2.22, 2.57, 2.80, 2.95, 3.04, 3.08, 3.09, 3.05]

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specsim.advise.plan import plan_scenario as plan
+from specsim.advise.simulation import make_setup, requests_at
 from specsim.errors import SpecsimError
-from specsim.plan.optimize import plan
-from specsim.plan.scenario import load_scenario, parse_scenario
 from specsim.plan.summary import plan_dict
+from specsim.scenario.scenario import load_scenario, parse_scenario
+from specsim.scenario.traffic import Gamma, Lognormal
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import meets_slo
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import make_setup, requests_at
-from specsim.simulate.traffic import Gamma, Lognormal
+from specsim.step.policy import SpecPolicy
 from tests._cli import run
 
 BASE = """\

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix, WorkloadClass, sample_accepted
+from specsim.scenario.workload import AcceptanceMix, WorkloadClass, sample_accepted
 
 
 def test_survival_is_the_product_of_conditional_rates() -> None:

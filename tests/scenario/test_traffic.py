@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from specsim.errors import SpecsimError
-from specsim.simulate.traces import Trace
-from specsim.simulate.traffic import (
+from specsim.scenario.traces import Trace
+from specsim.scenario.traffic import (
     Empirical,
     Fixed,
     Gamma,

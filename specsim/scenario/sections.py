@@ -41,12 +41,9 @@ import yaml
 
 from specsim.acceptance.priors import TASKS, task_of_dataset
 from specsim.errors import SpecsimError
-from specsim.simulate.acceptance import AcceptanceMix, Workload
-from specsim.simulate.engine import EngineConfig
-from specsim.simulate.metrics import SLO
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traces import Trace, read_trace
-from specsim.simulate.traffic import (
+from specsim.scenario.serving import SLO, EngineConfig
+from specsim.scenario.traces import Trace, read_trace
+from specsim.scenario.traffic import (
     Arrivals,
     Empirical,
     Fixed,
@@ -58,6 +55,8 @@ from specsim.simulate.traffic import (
     TraceArrivals,
     Traffic,
 )
+from specsim.scenario.workload import AcceptanceMix, Workload
+from specsim.step.policy import SpecPolicy
 
 T = TypeVar("T")
 MAX_REQUESTS = 10_000_000  # requests one run may simulate (a bound on input, not a model limit)

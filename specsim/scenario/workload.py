@@ -45,7 +45,7 @@ class WorkloadClass:
 @dataclass(frozen=True)
 class Workload:
     """A share of the traffic as a scenario describes it, before a draft is chosen: explicit per-position
-    `alphas`, a `task` whose sourced prior is looked up for the simulated draft (simulate/planner.py), or
+    `alphas`, a `task` whose sourced prior is looked up for the simulated draft (advise/planner.py), or
     neither (the draft's own acceptance, measured or its prior)."""
 
     name: str

@@ -8,15 +8,7 @@ import numpy as np
 import pytest
 
 from specsim.acceptance.priors import lookup
-from specsim.cost.forward import forward_time_s
-from specsim.drafts.build import make_draft
-from specsim.drafts.priors import REFERENCE_K
-from specsim.plan.evaluate import Target, config_metrics, memory_per_gpu, step_arrays
-from specsim.plan.optimize import target_of
-from specsim.plan.scenario import parse_scenario
-from specsim.simulate.acceptance import AcceptanceMix, Workload
-from specsim.simulate.engine import EngineConfig, simulate
-from specsim.simulate.planner import (
+from specsim.advise.planner import (
     PlannerCost,
     acceptance_mix,
     analytic_schedule,
@@ -25,8 +17,17 @@ from specsim.simulate.planner import (
     policy_from_segments,
     policy_segments,
 )
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.traffic import Requests
+from specsim.cost.forward import forward_time_s
+from specsim.drafts.build import make_draft
+from specsim.drafts.priors import REFERENCE_K
+from specsim.plan.optimize import target_of
+from specsim.scenario.scenario import parse_scenario
+from specsim.scenario.serving import EngineConfig
+from specsim.scenario.traffic import Requests
+from specsim.scenario.workload import AcceptanceMix, Workload
+from specsim.simulate.engine import simulate
+from specsim.step.evaluate import Target, config_metrics, memory_per_gpu, step_arrays
+from specsim.step.policy import SpecPolicy
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.errors import SpecsimError
-from specsim.simulate.traces import Trace
+from specsim.scenario.traces import Trace
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

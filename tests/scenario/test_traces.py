@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from specsim.errors import SpecsimError
-from specsim.simulate.traces import read_trace
+from specsim.scenario.traces import read_trace
 
 AZURE = """TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-16 18:15:46.6805900,374,44

@@ -23,17 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from specsim.advise.planner import analytic_schedule, chain, policy_from_segments, policy_segments, with_depth
+from specsim.advise.simulation import Setup, make_setup, requests_at
 from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
 from specsim.plan.optimize import Plan
-from specsim.plan.scenario import Scenario
+from specsim.scenario.scenario import Scenario
+from specsim.scenario.serving import SLO, cost_per_mtok_usd
+from specsim.scenario.traffic import Requests
 from specsim.simulate.cost import StepTable
 from specsim.simulate.engine import SimResult, simulate
-from specsim.simulate.metrics import SLO, cost_per_mtok_usd, meets_slo, slo_percentiles, summarize
-from specsim.simulate.planner import analytic_schedule, chain, policy_from_segments, policy_segments, with_depth
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.run import Setup, make_setup, requests_at
-from specsim.simulate.traffic import Requests
+from specsim.simulate.metrics import meets_slo, slo_percentiles, summarize
+from specsim.step.policy import SpecPolicy
 
 MAX_REPLICAS = 1024
 #: Doubling the replicas stops when it leaves the SLO's worse ratio above this share of what it was: the

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from specsim.errors import SpecsimError
-from specsim.simulate.engine import EngineConfig
-from specsim.simulate.policy import SpecPolicy
+from specsim.scenario.serving import EngineConfig
+from specsim.step.policy import SpecPolicy
 
 
 def test_static_and_disable_above() -> None:

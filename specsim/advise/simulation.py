@@ -1,5 +1,5 @@
 """A scenario's serving simulation: the scenario's traffic and engine limits, the planner's step costs and
-memory (simulate/planner.py), the draft and speculation policy chosen, and the questions `specsim simulate`
+memory (advise/planner.py), the draft and speculation policy chosen, and the questions `specsim simulate`
 answers: speculation on against off on identical traffic, replicas for a target rate, sweeps.
 
 Where each input comes from (first that applies):
@@ -28,18 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specsim.drafts.draft import Draft
-from specsim.errors import SpecsimError
-from specsim.plan.evaluate import Target
-from specsim.plan.optimize import Plan, target_of
-from specsim.plan.scenario import Scenario
-from specsim.simulate.acceptance import AcceptanceMix, Workload
-from specsim.simulate.capacity import ReplicaPlan, replicas_needed
-from specsim.simulate.config import ServingSpec, Where, parse_serving
-from specsim.simulate.cost import StepTable, cached_table, rows_of
-from specsim.simulate.engine import EngineConfig, SimResult, simulate
-from specsim.simulate.metrics import SLO, Pricing, ServingMetrics, summarize
-from specsim.simulate.planner import (
+from specsim.advise.planner import (
     MAX_DEPTH,
     PlannerCost,
     acceptance_mix,
@@ -49,9 +38,13 @@ from specsim.simulate.planner import (
     policy_from_segments,
     with_depth,
 )
-from specsim.simulate.policy import SpecPolicy
-from specsim.simulate.sweep import SweepCase, sweep
-from specsim.simulate.traffic import (
+from specsim.drafts.draft import Draft
+from specsim.errors import SpecsimError
+from specsim.plan.optimize import Plan, target_of
+from specsim.scenario.scenario import Scenario
+from specsim.scenario.sections import ServingSpec, Where, parse_serving
+from specsim.scenario.serving import SLO, EngineConfig, Pricing
+from specsim.scenario.traffic import (
     Empirical,
     Fixed,
     Gamma,
@@ -63,6 +56,14 @@ from specsim.simulate.traffic import (
     Traffic,
     generate_requests,
 )
+from specsim.scenario.workload import AcceptanceMix, Workload
+from specsim.simulate.capacity import ReplicaPlan, replicas_needed
+from specsim.simulate.cost import StepTable, cached_table, rows_of
+from specsim.simulate.engine import SimResult, simulate
+from specsim.simulate.metrics import ServingMetrics, summarize
+from specsim.simulate.sweep import SweepCase, sweep
+from specsim.step.evaluate import Target
+from specsim.step.policy import SpecPolicy
 
 DERIVED_REQUESTS = 2000  # requests simulated for a scenario whose traffic is derived from arrival_rate_rps
 MAX_K = MAX_DEPTH  # the deepest draft a policy may use (acceptance positions carried)
@@ -233,7 +234,7 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
             if analytic is not None:
                 plan = analytic()
             else:
-                from specsim.plan.optimize import plan as make_plan
+                from specsim.advise.plan import plan_scenario as make_plan
 
                 plan = make_plan(s)
         return plan
@@ -273,7 +274,7 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
     if d.method == "none" and policy.enabled:
         raise SpecsimError(f"policy {policy.label} needs a draft: the scenario's draft is 'none'")
     if s.serving is not None and s.serving.kv_capacity_tokens is None:
-        notes.append("KV capacity from the memory model (plan/memory.py) for the draft and k simulated")
+        notes.append("KV capacity from the memory model (step/memory.py) for the draft and k simulated")
     pricing = (Pricing(float(s.gpu_hour_usd), limits.gpus_per_replica or s.tp)
                if s.gpu_hour_usd is not None else None)
     return Setup(s, t, traffic, file_seed if seed is None else int(seed), workloads, limits, d, policy, source,

@@ -21,16 +21,16 @@ from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
 from specsim.files import is_file, read_mapping, read_text
-from specsim.plan.evaluate import DEFAULT_ENGINE, bundled_engine
-from specsim.simulate.config import ServingSpec, TrafficSpec, Where, parse_sections, yaml_lines
-from specsim.simulate.traffic import TraceArrivals
+from specsim.scenario.sections import ServingSpec, TrafficSpec, Where, parse_sections, yaml_lines
+from specsim.scenario.traffic import TraceArrivals
+from specsim.step.evaluate import DEFAULT_ENGINE, bundled_engine
 
 OBJECTIVES = ("throughput", "latency", "slo")
 MAX_CONTEXT = 1_000_000_000  # tokens; a bound on input, not on what fits (the planner checks memory)
 TOP_KEYS = {"name", "description", "hardware", "model", "tp", "weight_dtype", "kv_dtype", "objective",
             "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes",
             "task", "temperature", "engine",  # task / temperature: what the acceptance priors are looked up for
-            "traffic", "serving"}  # the serving simulation's sections (simulate/config.py)
+            "traffic", "serving"}  # the serving simulation's sections (scenario/sections.py)
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from specsim.drafts.draft import Draft
 from specsim.drafts.priors import prior_match
 from specsim.engines.passes import pass_time_s
 from specsim.errors import SpecsimError
-from specsim.plan.evaluate import Target, memory_per_gpu, step_arrays
-from specsim.simulate.acceptance import AcceptanceMix, Workload, WorkloadClass
-from specsim.simulate.policy import SpecPolicy
+from specsim.scenario.workload import AcceptanceMix, Workload, WorkloadClass
+from specsim.step.evaluate import Target, memory_per_gpu, step_arrays
+from specsim.step.policy import SpecPolicy
 
 #: Positions of acceptance a simulation carries per workload class (the deepest k the planner searches).
 MAX_DEPTH = 32

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from specsim.errors import SpecsimError
-from specsim.simulate.config import load_simulation, yaml_lines
-from specsim.simulate.traffic import Empirical, Gamma, Lognormal, RateCurve, TraceArrivals
+from specsim.scenario.sections import load_simulation, yaml_lines
+from specsim.scenario.traffic import Empirical, Gamma, Lognormal, RateCurve, TraceArrivals
 
 SCENARIO = """\
 name: chat

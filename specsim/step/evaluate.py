@@ -19,9 +19,9 @@ from specsim.drafts.cost import draft_time_s
 from specsim.drafts.draft import Draft, ngram_drafted_tokens
 from specsim.engines.passes import US, eager_cycle_host_s, gpu_only, pass_time_s, step_time_s
 from specsim.engines.profile import EngineProfile, load_engine
-from specsim.plan.memory import Memory
-from specsim.plan.memory import memory_per_gpu as _memory
-from specsim.plan.step import StepMetrics, step_metrics
+from specsim.step.economics import StepMetrics, step_metrics
+from specsim.step.memory import Memory
+from specsim.step.memory import memory_per_gpu as _memory
 
 DEFAULT_ENGINE = "vllm"
 
@@ -128,7 +128,7 @@ def _verify_time_s(e: EngineProfile, t: Target, b: Array, q: Array, ctx: Array) 
 def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,
                 tokens_per_step: ArrayLike, verify_tokens_per_seq: ArrayLike | None = None,
                 extra_overhead_s: float = 0.0) -> StepMetrics:
-    """The step economics (plan/step.py) of draft d for arrays of k, batch, context and tokens per step.
+    """The step economics (step/economics.py) of draft d for arrays of k, batch, context and tokens per step.
 
     An n-gram draft on an engine that skips requests without a match (`ngram_empty_drafts`, vLLM V1)
     verifies 1 + the tokens actually drafted per sequence (`drafts.draft.ngram_drafted_tokens`, from the
@@ -164,7 +164,7 @@ def config_metrics(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: A
 
 
 def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Memory:
-    """Memory on each GPU (plan/memory.py) for this target running draft d at depth k."""
+    """Memory on each GPU (step/memory.py) for this target running draft d at depth k."""
     q = float(d.verify_tokens_per_seq(k)) if k and d.method != "none" else 1.0
     return _memory(t.hardware.total_memory_bytes, t.memory_utilization, t.model, d, k if d.method != "none" else 0,
                    batch, context_len, t.tp, t.weight_dtype, t.kv_dtype, q)
