@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.calibration import fit as cal
+from specsim.calibration.allreduce import fit_allreduce
+from specsim.calibration.fit import calibrate
 from specsim.cost import roofline as rl
 from specsim.cost.hardware import load_hardware
+from specsim.cost.measurements import RowSet, check_measurements
 
 VIDUR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vidur"
 
@@ -42,16 +44,16 @@ def main() -> None:
                 for n, k in ((4096, 4096), (12288, 4096), (28672, 8192)) for t in range(1, 4097, 16)]
         df = pd.DataFrame(rows)
         df["time_ms"] = rl.gemm_time_s(df["tokens"], df["d_out"], df["d_in"], hw)[0] * 1e3
-        df = cal.check_measurements(df, "synthetic") if hasattr(cal, "check_measurements") else df
+        df = check_measurements(df, "synthetic")
     gemm = df[(df["op"] == "gemm") & (df["device"] == "h100-sxm")]
-    rows = cal.RowSet(gemm)
+    rows = RowSet(gemm)
     timed(f"predict {len(gemm):,} H100 gemm rows", lambda: rows.predict_ms(hw))
     result = timed("calibrate on Llama-2-7B, hold out the rest",
-                   lambda: cal.calibrate(gemm, hw, holdout="model!=Llama-2-7b-hf"))
+                   lambda: calibrate(gemm, hw, holdout="model!=Llama-2-7b-hf"))
     print(result.report[result.report["group"] == "all"].to_string(index=False))
     if (df["op"] == "allreduce").any():
         ar = df[(df["op"] == "allreduce") & (df["device"] == "h100-sxm")]
-        timed(f"all-reduce fit, {len(ar):,} rows", lambda: cal.fit_allreduce(ar, hw))
+        timed(f"all-reduce fit, {len(ar):,} rows", lambda: fit_allreduce(ar, hw))
     import importlib.util
 
     if importlib.util.find_spec("aiconfigurator_core") is not None:  # NVIDIA's tables (.[tables])

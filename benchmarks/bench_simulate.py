@@ -24,7 +24,7 @@ from specsim.simulate.cost import AnalyticCost
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
 from specsim.simulate.sweep import grid, sweep
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 # Roughly Llama-3.1-70B on 8 GPUs: 12 ms a step, 20 us per verified token, KV reads per context token.
 COST = AnalyticCost(step_s=0.012, per_token_s=2e-5, per_token_context_s=2e-8, prefill_fixed_s=0.005,
@@ -47,7 +47,7 @@ class Roofline:
 
 def speed() -> None:
     req = generate_requests(TRAFFIC, seed=0)
-    for policy in (SpecPolicy.off(), SpecPolicy.static(3)):
+    for policy in (Policy.off(), Policy.static(3)):
         eng = EngineConfig(256, 8192, 600_000, policy)
         t0 = time.perf_counter()
         res = simulate(req, eng, COST, MIX, seed=0)
@@ -67,7 +67,7 @@ def planner_speed() -> None:
     t = Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, s.engine)
     d = chain(next(x for x in s.drafts if x.method == "eagle3"))
     req = generate_requests(TRAFFIC, seed=0)
-    for policy in (SpecPolicy.off(), SpecPolicy.static(3)):
+    for policy in (Policy.off(), Policy.static(3)):
         eng = EngineConfig(256, 8192, 400_000, policy)
         t0 = time.perf_counter()
         res = simulate(req, eng, PlannerCost(t, d), MIX, seed=0)
@@ -92,7 +92,7 @@ def planner_floor() -> None:
             for n in (1, 16, 64, 256):
                 for prompt in (500, 3000, 20_000):
                     res = simulate(Requests.at_once(n, prompt, 801), EngineConfig(256, 10**7, 10**8,
-                                                                                 SpecPolicy.static(k)),
+                                                                                 Policy.static(k)),
                                    cost, AcceptanceMix.constant(1.0))
                     st = res.steps
                     idx = np.flatnonzero((st.decode_batch == n) & (st.prefill_tokens == 0))
@@ -112,7 +112,7 @@ def floors() -> None:
         for n in (1, 16, 64, 256):
             for prompt in (500, 3000, 20_000):
                 res = simulate(Requests.at_once(n, prompt, 801),
-                               EngineConfig(256, 10**7, 10**8, SpecPolicy.static(k)), cost, AcceptanceMix.constant(1.0))
+                               EngineConfig(256, 10**7, 10**8, Policy.static(k)), cost, AcceptanceMix.constant(1.0))
                 st = res.steps
                 idx = np.flatnonzero(st.decode_batch == n)
                 ctx = prompt + np.arange(len(idx)) * (k + 1.0)
@@ -140,7 +140,7 @@ def sweep_speed() -> None:
     tr = Traffic(Poisson(8.0), Lognormal(1000, 0.8, max_tokens=8192), Lognormal(200, 0.8, max_tokens=2048),
                  num_requests=25_000)
     cases = grid(tr, EngineConfig(256, 8192, 600_000), MIX, rates_rps=[4.0, 8.0],
-                 policies=[SpecPolicy.off(), SpecPolicy.static(3)])
+                 policies=[Policy.off(), Policy.static(3)])
     for jobs in (1, 2):
         t0 = time.perf_counter()
         frame = sweep(cases, COST, n_jobs=jobs)

@@ -141,7 +141,7 @@ def read_structured(path: str | Path) -> Any:
     return load_structured(read_text(p), str(p), "json" if p.suffix.lower() == ".json" else "yaml")
 
 
-def read_mapping(path: str | Path) -> dict[str, Any]:
+def read_mapping(path: str | Path) -> dict[str, object]:
     """Parse a YAML or JSON file whose top level is a mapping; SpecsimError names the file."""
     p = Path(path)
     data = read_structured(p)

@@ -23,7 +23,9 @@ from scipy import stats
 
 from specsim.acceptance import reference as ref
 from specsim.acceptance.chain import AcceptanceProfile, expected_tokens
-from specsim.acceptance.trees import Tree, chain, eagle2_tree, medusa_tree, sibling_probs_multicandidate
+from specsim.acceptance.sibling_probs import sibling_probs_multicandidate
+from specsim.acceptance.tree_shapes import chain, eagle2_tree, medusa_tree
+from specsim.acceptance.trees import Tree
 
 Z_LIMIT = 4.0
 P_LIMIT = 1e-3
@@ -133,6 +135,18 @@ def _greedy_row(
 def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -> list[CheckRow]:
     """Run every check with generators derived from ``seed``; a few seconds at the defaults."""
     seeds = np.random.SeedSequence(seed).spawn(10)
+    rows = _chain_rows(seeds[:3], n_steps) + _tree_rows(seeds[3], n_steps)
+    # output distribution on the seed chapter's setting: random 6-token chains, mixture draft
+    rng = np.random.default_rng(seeds[4])
+    target = ref.random_markov_lm(6, 2.0, rng)
+    draft = ref.mixture(target, ref.random_markov_lm(6, 2.0, rng), 0.7)
+    rows += _distribution_rows(target, draft, n_runs, rng)
+    rows += _greedy_rows(target, draft, np.random.default_rng(seeds[5]))
+    return rows
+
+
+def _chain_rows(seeds: list[np.random.SeedSequence], n_steps: int) -> list[CheckRow]:
+    """Tokens per step of chains on circulant toy models: one alpha, then per-position alphas."""
     rows: list[CheckRow] = []
 
     rng = np.random.default_rng(seeds[0])
@@ -161,13 +175,17 @@ def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -
             k=4,
         )
     )
+    return rows
 
-    rng = np.random.default_rng(seeds[3])
+
+def _tree_rows(seed: np.random.SeedSequence, n_steps: int) -> list[CheckRow]:
+    """Tokens per step of trees under SpecInfer's rule on a circulant toy model: Medusa-style and EAGLE-2-style."""
+    rng = np.random.default_rng(seed)
     target, draft = ref.circulant_pair(6, 0.6, rng)
     assert isinstance(draft, ref.MarkovLM)  # one beta: one draft table
     probs = sibling_probs_multicandidate(target.table[0], draft.table[0], 4)
     tree = medusa_tree([3, 2])
-    rows.append(
+    rows = [
         _tokens_row(
             "tree: Medusa-style top-(3,2), SpecInfer rule",
             float(tree.expected_tokens(probs)),
@@ -177,7 +195,7 @@ def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -
             rng,
             tree=tree,
         )
-    )
+    ]
     tree = eagle2_tree(probs, topk=3, depth=4, num_nodes=10)
     rows.append(
         _tokens_row(
@@ -190,12 +208,14 @@ def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -
             tree=tree,
         )
     )
+    return rows
 
-    # output distribution on the seed chapter's setting: random 6-token chains, mixture draft
-    rng = np.random.default_rng(seeds[4])
-    target = ref.random_markov_lm(6, 2.0, rng)
-    draft = ref.mixture(target, ref.random_markov_lm(6, 2.0, rng), 0.7)
-    rows.append(_distribution_row("chain k=4, seed's random Markov LMs", target, draft, n_runs, rng, k=4))
+
+def _distribution_rows(target: ref.MarkovLM, draft: ref.Draft, n_runs: int, rng: np.random.Generator
+                       ) -> list[CheckRow]:
+    """The joint law of the first three tokens against the target's: a chain and a tree with `draft`, a chain
+    with an unrelated draft (drawn from `rng` after the first two), and the negative control."""
+    rows = [_distribution_row("chain k=4, seed's random Markov LMs", target, draft, n_runs, rng, k=4)]
     rows.append(
         _distribution_row(
             "tree top-(2,2), seed's random Markov LMs", target, draft, n_runs, rng, tree=medusa_tree([2, 2])
@@ -215,9 +235,13 @@ def run_validation(seed: int = 0, n_steps: int = 10_000, n_runs: int = 10_000) -
             expect_detect=True,
         )
     )
-
-    rng = np.random.default_rng(seeds[5])
-    rows.append(_greedy_row("greedy chain k=4", target, draft, rng, k=4))
-    rows.append(_greedy_row("greedy tree top-(3,2)", target, draft, rng, tree=medusa_tree([3, 2])))
-    rows.append(_greedy_row("greedy, no drafts (plain decoding)", target, draft, rng, tree=chain(0)))
     return rows
+
+
+def _greedy_rows(target: ref.MarkovLM, draft: ref.Draft, rng: np.random.Generator) -> list[CheckRow]:
+    """Greedy decoding with a chain, a tree and no drafts: every output equals the target's argmax decoding."""
+    return [
+        _greedy_row("greedy chain k=4", target, draft, rng, k=4),
+        _greedy_row("greedy tree top-(3,2)", target, draft, rng, tree=medusa_tree([3, 2])),
+        _greedy_row("greedy, no drafts (plain decoding)", target, draft, rng, tree=chain(0)),
+    ]

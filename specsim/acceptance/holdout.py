@@ -29,17 +29,8 @@ from typing import Any
 import numpy as np
 
 from specsim.acceptance.chain import expected_tokens
-from specsim.acceptance.priors import (
-    EAGLE2_PAPER_TREE,
-    EAGLE3_PAPER_TREE,
-    PriorEntry,
-    Shape,
-    canonical_method,
-    load_catalogue,
-    lookup,
-    params_of_name,
-    task_of_dataset,
-)
+from specsim.acceptance.priors import PriorEntry, Shape, load_catalogue, lookup, params_of_name, task_of_dataset
+from specsim.acceptance.priors.names import method_info
 from specsim.errors import SpecsimError
 
 _ARXIV = re.compile(r"\d{4}\.\d{5}")
@@ -137,7 +128,7 @@ def _f(x: str | None) -> float | None:
 
 def row_shape(row: dict[str, str]) -> Shape:
     """The shape a corpus row ran: its own k / topk / verified tokens, else the method's published default."""
-    method = canonical_method(row["draft"])
+    info = method_info(row["draft"])
     k = _f(row.get("k"))
     topk = _f(row.get("topk"))
     ndt = _f(row.get("num_draft_tokens"))
@@ -145,23 +136,18 @@ def row_shape(row: dict[str, str]) -> Shape:
     if row.get("shape") == "tree" or (topk and topk > 1):
         if k and topk and ndt:
             return Shape("tree", int(k), int(topk), int(ndt) - (1 if sglang else 0))
-        if method == "eagle":
-            return Shape("tree", 5, 4, 25, static="eagle1")
-        if method in ("medusa", "hydra"):
-            return Shape("tree", 4, 10, 63, static="medusa")
-        if method in ("eagle2", "hass", "sam_eagle2", "token_recycling", "rest"):
+        if info.sized_tree:
             size = params_of_name(row.get("model", "")) or 7
             nodes = 49 if 10 <= size < 30 else 47 if size >= 30 else 59  # EAGLE-2 App. A: 60 / 50 / 48 tokens
-            return Shape("tree", 6, 10, nodes) if method == "eagle2" else EAGLE2_PAPER_TREE
-        if method == "eagle3":
-            return EAGLE3_PAPER_TREE
-    kind = "parallel" if method in ("p_eagle", "dflash", "dspark") else "chain"
+            return Shape("tree", 6, 10, nodes)
+        if info.default_tree is not None:
+            return info.default_tree
+    kind = "parallel" if info.parallel else "chain"
     if k:
         return Shape(kind, int(k))
     if ndt:
         return Shape(kind, int(ndt) - (1 if sglang else 0))
-    default = {"draft_model": 5, "ngram": 10, "lookahead": 4, "mtp": 1, "eagle": 5, "eagle3": 3}
-    return Shape(kind, default.get(method, 5))
+    return Shape(kind, info.default_depth)
 
 
 def published_tau(row: dict[str, str], shape: Shape) -> float | None:
@@ -185,26 +171,26 @@ def published_holdout(held_out: bool = True, path: str | Path | None = None,
     for row in rows:
         if row["draft"] in UNPRICED or (stated_hardware and row.get("hardware_confidence") != "stated"):
             continue
-        method = canonical_method(row["draft"])
+        info = method_info(row["draft"])
         shape = row_shape(row)
         tau = published_tau(row, shape)
         if tau is None:
             continue
         temp = _f(row.get("temperature"))
         draft = row.get("draft_model") or None
-        if method == "draft_model" and draft:
+        if info.sized_draft and draft:
             draft = draft.split("(")[0].strip()
         elif draft and "/" not in draft:
             draft = None  # a generic head name ("eagle-head"): no checkpoint to match
         dataset = row.get("dataset") or None
         task = dataset if dataset and task_of_dataset(dataset) else None  # the benchmark name also picks entries
         try:
-            m = lookup(method, target=row["model"], draft=draft, task=task, temperature=temp, shape=shape,
+            m = lookup(info.name, target=row["model"], draft=draft, task=task, temperature=temp, shape=shape,
                        exclude=_excluder(source_keys(row["source"])) if held_out else ())
         except SpecsimError:
             continue
         lo, mid, hi = m.tau_band(shape)
-        out.append(HoldoutRow(row["id"], row["group"], method, tau, mid, lo, hi, m.entry_id))
+        out.append(HoldoutRow(row["id"], row["group"], info.name, tau, mid, lo, hi, m.entry_id))
     return out
 
 

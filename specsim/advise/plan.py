@@ -4,8 +4,8 @@ percentiles (advise/slo.py); the engine configs follow that choice."""
 
 from __future__ import annotations
 
-from specsim.advise.slo import optimise_slo
-from specsim.plan.optimize import Plan, plan
+from specsim.plan.optimize import plan
+from specsim.plan.result import Plan
 from specsim.scenario.scenario import Scenario
 
 
@@ -14,5 +14,7 @@ def plan_scenario(s: Scenario) -> Plan:
     p = plan(s)
     if s.objective == "slo" and s.serving is not None and s.serving.slo is not None and (
             s.traffic is not None or s.arrival is not None):
+        from specsim.advise.slo import optimise_slo  # the simulator (and pandas) only where it decides
+
         p = optimise_slo(s, p)
     return p

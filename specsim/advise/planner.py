@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -31,9 +30,11 @@ from specsim.drafts.draft import Draft
 from specsim.drafts.priors import prior_match
 from specsim.engines.passes import pass_time_s
 from specsim.errors import SpecsimError
+from specsim.plan.candidates import evaluate_draft
+from specsim.plan.schedule import merge_runs, monotone_schedule
 from specsim.scenario.workload import AcceptanceMix, Workload, WorkloadClass
 from specsim.step.evaluate import Target, memory_per_gpu, step_arrays
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Config, Policy, Segment
 
 #: Positions of acceptance a simulation carries per workload class (the deepest k the planner searches).
 MAX_DEPTH = 32
@@ -74,7 +75,7 @@ def kv_capacity_tokens(t: Target, d: Draft | None, k: int, context: float) -> in
     """KV-cache tokens one replica holds: (capacity - weights - activations - reserves - draft weights) /
     KV bytes per token (target + draft), per GPU, from `plan.memory` at a representative context (sliding-
     window models cache less per token at long contexts). SpecsimError when nothing is left for the KV."""
-    plain = d is None or k <= 0 or d.method == "none"
+    plain = d is None or k <= 0 or not d.speculates
     dd = make_draft("none", t.model) if plain or d is None else d
     kk = 0 if plain else int(k)
     ctx = max(float(context), 1.0)
@@ -105,7 +106,7 @@ def acceptance_mix(d: Draft, t: Target, workloads: Sequence[Workload] = (), dept
                    temperature: float | None = None) -> tuple[AcceptanceMix, tuple[str, ...]]:
     """The workload mix as per-position rates for draft d, and where each class's rates come from."""
     depth = max(1, min(int(depth), MAX_DEPTH))
-    if d.method == "none":
+    if not d.speculates:
         return AcceptanceMix.constant(0.0), ("no speculation",)
     own = draft_profile(d, depth)
     items = list(workloads) or [Workload("all", 1.0)]
@@ -115,7 +116,7 @@ def acceptance_mix(d: Draft, t: Target, workloads: Sequence[Workload] = (), dept
             rates, src = w.alphas, "given alphas"
         elif w.task is not None:
             task = task_of_dataset(w.task)
-            match = prior_match(d.method, t.model, d.model if d.method == "draft_model" else None, task, temperature)
+            match = prior_match(d.method, t.model, d.model, task, temperature)
             rates, src = _rates(match.profile("central"), depth), f"prior {match.entry_id} (task {task})"
         else:
             rates, src = _rates(own, depth), f"the draft's acceptance ({own.source})"
@@ -130,36 +131,10 @@ def with_depth(d: Draft, depth: int) -> Draft:
     return d if acc is d.acceptance else dataclasses.replace(d, acceptance=acc)
 
 
-def policy_segments(policy: SpecPolicy, max_batch: int) -> list[dict[str, Any]]:
-    """A policy as the planner's segments over batch 1..max_batch ({batch_from, batch_to, k, topk,
-    num_draft_tokens, verify_tokens}), the form `plan.engine_configs` renders."""
-    ks = policy.k_table(max_batch)[1:]
-    out: list[dict[str, Any]] = []
-    for b, k in enumerate(ks.tolist(), start=1):
-        if out and out[-1]["k"] == k:
-            out[-1]["batch_to"] = b
-        else:
-            out.append({"batch_from": b, "batch_to": b, "k": int(k), "topk": 1, "num_draft_tokens": None,
-                        "verify_tokens": int(k) + 1})
-    return out
-
-
-def policy_from_segments(segments: Sequence[dict[str, Any]]) -> SpecPolicy:
-    """The planner's segments (chains; k = -1, 'does not fit', counts as off) as a policy; past the last
-    segment its k continues (the analytic arrival plan gives one segment up to its batch)."""
-    spans = tuple((int(s["batch_from"]), int(s["batch_to"]), max(int(s["k"]), 0)) for s in segments)
-    if not spans:
-        return SpecPolicy.off()
-    last = spans[-1][2]
-    return SpecPolicy(last, tuple(sp for sp in spans if sp[2] != last))
-
-
-def analytic_schedule(t: Target, d: Draft, max_k: int, max_batch: int, context: float) -> SpecPolicy:
+def analytic_schedule(t: Target, d: Draft, max_k: int, max_batch: int, context: float) -> Policy:
     """The planner's chain schedule for draft d: at each batch of a geometric grid over 1..max_batch (one
     context) the k with the most throughput (tokens per step over the step time, memory checked), made non-
     increasing in batch and merged into few bands (`plan.optimize.monotone_schedule`, `merge_runs`)."""
-    from specsim.plan.optimize import Config, evaluate_draft, merge_runs, monotone_schedule
-
     grid = np.unique(np.round(np.geomspace(1, max(max_batch, 1), 40))).astype(int)
     configs = [Config(k) for k in range(max(max_k, 0) + 1)]
     ev = evaluate_draft(t, chain(d), max(max_k, 0), grid.astype(float), np.full(len(grid), float(context)), configs)
@@ -167,11 +142,10 @@ def analytic_schedule(t: Target, d: Draft, max_k: int, max_batch: int, context: 
     pick = merge_runs(score, monotone_schedule(score, np.ones(len(grid))))
     ks = [configs[int(c)].k if c >= 0 else 0 for c in pick]
     ends = [*(int(g) - 1 for g in grid[1:]), int(max_batch)]
-    segs: list[dict[str, Any]] = []
+    segs: list[list[int]] = []
     for g, end, k in zip(grid.tolist(), ends, ks, strict=True):
-        if segs and segs[-1]["k"] == k:
-            segs[-1]["batch_to"] = end
+        if segs and segs[-1][2] == k:
+            segs[-1][1] = end
         else:
-            segs.append({"batch_from": int(g), "batch_to": end, "k": k})
-    spans = tuple((s["batch_from"], s["batch_to"], s["k"]) for s in segs if s["k"] > 0)
-    return SpecPolicy(0, spans)
+            segs.append([int(g), end, k])
+    return Policy(0, tuple(Segment.chain(*band) for band in segs if band[2] > 0))

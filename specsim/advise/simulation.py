@@ -19,13 +19,11 @@ Where each input comes from (first that applies):
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from specsim.advise.planner import (
@@ -35,24 +33,25 @@ from specsim.advise.planner import (
     analytic_schedule,
     chain,
     kv_capacity_tokens,
-    policy_from_segments,
     with_depth,
+)
+from specsim.advise.traffic import (
+    length_bound,
+    mean_context,
+    mean_lengths,
+    requests_at,
+    scenario_traffic,
+    with_size,
 )
 from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
-from specsim.plan.optimize import Plan, target_of
+from specsim.plan.decide import target_of
+from specsim.plan.result import Plan
 from specsim.scenario.scenario import Scenario
 from specsim.scenario.sections import ServingSpec, Where, parse_serving
 from specsim.scenario.serving import SLO, EngineConfig, Pricing
 from specsim.scenario.traffic import (
-    Empirical,
-    Fixed,
-    Gamma,
-    Lognormal,
-    Poisson,
-    RateCurve,
     Requests,
-    TraceArrivals,
     Traffic,
     generate_requests,
 )
@@ -63,76 +62,14 @@ from specsim.simulate.engine import SimResult, simulate
 from specsim.simulate.metrics import ServingMetrics, summarize
 from specsim.simulate.sweep import SweepCase, sweep
 from specsim.step.evaluate import Target
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
-DERIVED_REQUESTS = 2000  # requests simulated for a scenario whose traffic is derived from arrival_rate_rps
 MAX_K = MAX_DEPTH  # the deepest draft a policy may use (acceptance positions carried)
-#: Requests generated at a target rate for replica planning (`requests_at`; the SLO optimiser uses the same,
-#: so `specsim simulate --target-rate` and `specsim plan` agree): n replicas each simulate about 1/n of them.
-REPLICA_REQUESTS = 12_000
-MAX_REQUESTS = 10_000_000
 Progress = Callable[[str], None]
 
 
 def _quiet(_step: str) -> None:
     return None
-
-
-def scenario_traffic(s: Scenario) -> tuple[Traffic, int, tuple[Workload, ...]]:
-    """(traffic, seed, workloads) of a scenario (module docstring)."""
-    if s.traffic is not None:
-        return s.traffic.traffic, s.traffic.seed, s.traffic.workloads
-    if s.arrival is not None:
-        a = s.arrival
-        return (Traffic(Poisson(a.rate_rps), Fixed(a.prompt_tokens), Fixed(a.output_tokens), DERIVED_REQUESTS),
-                0, ())
-    raise SpecsimError(f"{s.path}: no 'traffic:' section to simulate (and the load is buckets of batch sizes, not an "
-                       "arrival rate); add a traffic section: arrivals, num_requests, prompt, output")
-
-
-def mean_lengths(traffic: Traffic) -> tuple[float, float]:
-    """Mean prompt and output tokens (a replayed trace's own where the traffic gives none)."""
-    arr = traffic.arrivals
-    trace = arr.trace if isinstance(arr, TraceArrivals) else None
-    prompt = traffic.prompt.mean_tokens if traffic.prompt is not None else (
-        float(trace.prompt_tokens.mean()) if trace is not None else 1.0)
-    output = traffic.output.mean_tokens if traffic.output is not None else (
-        float(trace.output_tokens.mean()) if trace is not None else 1.0)
-    return prompt, output
-
-
-def with_size(traffic: Traffic, rate: float | None = None, requests: int | None = None,
-              duration_s: float | None = None) -> Traffic:
-    """The traffic at another mean rate and/or another size (num_requests or duration_s)."""
-    if requests is not None and duration_s is not None:
-        raise SpecsimError("give --requests or --duration, not both")
-    if requests is not None:
-        if not 1 <= requests <= MAX_REQUESTS:
-            raise SpecsimError(f"--requests must be in [1, {MAX_REQUESTS:,}], got {requests:,}")
-        traffic = dataclasses.replace(traffic, num_requests=int(requests), duration_s=None)
-    if duration_s is not None:
-        if not (duration_s > 0 and math.isfinite(duration_s)):
-            raise SpecsimError(f"--duration must be a number of seconds > 0, got {duration_s:g}")
-        traffic = dataclasses.replace(traffic, duration_s=float(duration_s), num_requests=None)
-    if rate is not None:
-        if not (rate > 0 and math.isfinite(rate)):
-            raise SpecsimError(f"--rate must be a number of requests/s > 0, got {rate:g}")
-        traffic = traffic.with_rate(float(rate))
-    if traffic.duration_s is not None and not isinstance(traffic.arrivals, TraceArrivals):
-        expected = traffic.mean_rate_rps * traffic.duration_s
-        if expected > MAX_REQUESTS:
-            raise SpecsimError(f"{traffic.duration_s:g} s at {traffic.mean_rate_rps:g} requests/s is about "
-                               f"{expected:,.0f} requests; at most {MAX_REQUESTS:,} per run")
-    return traffic
-
-
-def stationary(traffic: Traffic, rate: float) -> Traffic:
-    """The traffic at a steady mean rate: a rate curve becomes gamma gaps of its CV at that rate (the same
-    lengths and size); other arrivals are scaled to it (`Traffic.with_rate`)."""
-    arr = traffic.arrivals
-    if isinstance(arr, RateCurve):
-        return dataclasses.replace(traffic, arrivals=Gamma(float(rate), arr.cv))
-    return traffic.with_rate(rate)
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,7 +83,7 @@ class Setup:
     workloads: tuple[Workload, ...]
     limits: ServingSpec
     draft: Draft  # a chain; method "none" when the scenario's policy never speculates
-    policy: SpecPolicy
+    policy: Policy
     policy_source: str
     slo: SLO | None
     pricing: Pricing | None
@@ -162,7 +99,7 @@ class Setup:
     def cost(self, draft: Draft | None = None) -> PlannerCost:
         return PlannerCost(self.target, chain(draft or self.draft))
 
-    def depth(self, policies: Sequence[SpecPolicy] = ()) -> int:
+    def depth(self, policies: Sequence[Policy] = ()) -> int:
         return max(1, self.scenario.max_k, self.policy.max_k, *(p.max_k for p in policies))
 
     def mix(self, draft: Draft | None = None, depth: int | None = None) -> tuple[AcceptanceMix, tuple[str, ...]]:
@@ -171,7 +108,7 @@ class Setup:
                               self.scenario.raw.get("temperature") if isinstance(
                                   self.scenario.raw.get("temperature"), int | float) else None)
 
-    def kv_tokens(self, policy: SpecPolicy, draft: Draft | None = None) -> int:
+    def kv_tokens(self, policy: Policy, draft: Draft | None = None) -> int:
         """KV capacity in tokens for this policy and draft (the file's, else the memory model's)."""
         if self.limits.kv_capacity_tokens is not None:
             return self.limits.kv_capacity_tokens
@@ -181,7 +118,7 @@ class Setup:
             self._kv[key] = kv_capacity_tokens(self.target, d if policy.enabled else None, key[1], self.context_hint)
         return self._kv[key]
 
-    def engine(self, policy: SpecPolicy | None = None, draft: Draft | None = None) -> EngineConfig:
+    def engine(self, policy: Policy | None = None, draft: Draft | None = None) -> EngineConfig:
         p = self.policy if policy is None else policy
         return EngineConfig(self.limits.max_num_seqs, self.limits.max_num_batched_tokens, self.kv_tokens(p, draft), p)
 
@@ -189,7 +126,7 @@ class Setup:
     def gpus_per_replica(self) -> int:
         return self.limits.gpus_per_replica or self.scenario.tp
 
-    def table(self, policies: Sequence[SpecPolicy], requests: Sequence[Requests], draft: Draft | None = None
+    def table(self, policies: Sequence[Policy], requests: Sequence[Requests], draft: Draft | None = None
               ) -> StepTable:
         """The planner's step costs for a draft tabulated once (`StepTable`), holding the (k, batch) rows these
         policies run and these requests' contexts (or the traffic's longest possible, when bounded); shared
@@ -199,7 +136,7 @@ class Setup:
         tables = [self.engine(p, d).k_by_batch() for p in policies]
         ks = {0} | {int(k) for t in tables for k in t.tolist()}
         longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
-        bound = _length_bound(self.traffic)
+        bound = length_bound(self.traffic)
         need = max(longest, bound or 0.0) + max(ks) + 1
         return cached_table(self.cost(d), self.limits.max_num_seqs, self.limits.max_num_batched_tokens,
                             rows_of(tables), need)
@@ -214,7 +151,7 @@ def _draft_by_label(s: Scenario, label: str, option: str) -> Draft:
 
 
 def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None = None,
-               duration_s: float | None = None, seed: int | None = None, policy: SpecPolicy | None = None,
+               duration_s: float | None = None, seed: int | None = None, policy: Policy | None = None,
                draft: str | None = None, analytic: Callable[[], Plan] | None = None) -> Setup:
     """Resolve a scenario's simulation (module docstring). `analytic()` gives the analytic plan, asked for only
     when the draft or the policy follows it (default: `plan.optimize.plan`)."""
@@ -248,22 +185,22 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
     if label is not None:
         d = _draft_by_label(s, label, "--draft" if draft else "serving.draft")
     elif policy is not None:
-        d = next((x for x in s.drafts if x.method != "none"), s.drafts[0])
+        d = next((x for x in s.drafts if x.speculates), s.drafts[0])
     else:
         p = get_plan()
-        d = _draft_by_label(s, p.draft_label, "plan") if p.method != "none" else s.drafts[0]
+        d = _draft_by_label(s, p.draft_label, "plan") if p.speculates else s.drafts[0]
     if policy is None:
         p = get_plan()
-        if p.method == "none":
-            policy = SpecPolicy.off()
+        if not p.speculates:
+            policy = Policy.off()
             notes.append("the analytic plan speculates at no load, so the simulated policy is off; pass --policy "
                          "(e.g. k=3) to simulate speculation")
-        elif p.serving is not None and p.serving["draft"] == d.label:
-            policy, source = SpecPolicy.parse(p.serving["policy"]), "the plan's SLO optimisation (simulated)"
+        elif p.serving is not None and p.serving.draft == d.label:
+            policy, source = Policy.parse(p.serving.policy), "the plan's SLO optimisation (simulated)"
         elif p.draft_label == d.label:
-            policy = policy_from_segments(p.chain_policy or p.policy)
+            policy = (p.chain_policy or p.policy).as_run()
         else:
-            policy = analytic_schedule(t, d, s.max_k, limits.max_num_seqs, _context(traffic))
+            policy = analytic_schedule(t, d, s.max_k, limits.max_num_seqs, mean_context(traffic))
             source = f"the analytic schedule of {d.label} (the plan chose {p.draft_label})"
     if policy.max_k > MAX_K:
         raise SpecsimError(f"--policy: k = {policy.max_k} is beyond the {MAX_K} positions acceptance is known for")
@@ -271,7 +208,7 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
         notes.append(f"{d.label}: the simulation drafts chains (a tree the scenario fixed runs as the chain of its "
                      "depth)")
     d = with_depth(chain(d), max(1, s.max_k, policy.max_k))
-    if d.method == "none" and policy.enabled:
+    if not d.speculates and policy.enabled:
         raise SpecsimError(f"policy {policy.label} needs a draft: the scenario's draft is 'none'")
     if s.serving is not None and s.serving.kv_capacity_tokens is None:
         notes.append("KV capacity from the memory model (step/memory.py) for the draft and k simulated")
@@ -281,31 +218,6 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
                  limits.slo, pricing, tuple(notes))
 
 
-def _length_bound(traffic: Traffic) -> float | None:
-    """The longest prompt + output the traffic can draw (None: unbounded, e.g. a lognormal without max)."""
-    def top(dist: Any, trace_values: Any) -> float | None:
-        if dist is None:
-            return None if trace_values is None else float(trace_values.max())
-        if isinstance(dist, Fixed):
-            return float(dist.tokens)
-        if isinstance(dist, Lognormal):
-            return None if dist.max_tokens is None else float(dist.max_tokens)
-        if isinstance(dist, Empirical):
-            return float(np.max(dist.values))
-        return None
-
-    arr = traffic.arrivals
-    trace = arr.trace if isinstance(arr, TraceArrivals) else None
-    p = top(traffic.prompt, None if trace is None else trace.prompt_tokens)
-    o = top(traffic.output, None if trace is None else trace.output_tokens)
-    return None if p is None or o is None else p + o
-
-
-def _context(traffic: Traffic) -> float:
-    prompt, output = mean_lengths(traffic)
-    return prompt + output / 2.0
-
-
 # --- runs ----------------------------------------------------------------------------------------------
 
 
@@ -313,7 +225,7 @@ def _context(traffic: Traffic) -> float:
 class Run:
     """One simulation and its summary."""
 
-    policy: SpecPolicy
+    policy: Policy
     result: SimResult
     metrics: ServingMetrics
     kv_capacity_tokens: int
@@ -340,22 +252,10 @@ class Outcome:
         return next((r for r in self.runs if r.policy.enabled), None)
 
 
-def requests_at(traffic: Traffic, rate: float, seed: int, cap: int | None = None) -> Requests:
-    """Requests arriving at a steady `rate` (`stationary`: a rate curve's burstiness at that rate; a trace sped
-    up), as many more as the rate is higher than the traffic's (a num_requests traffic; at most `cap`): each of
-    n replicas then sees about as many requests as the scenario's run has."""
-    base = traffic.mean_rate_rps
-    t = stationary(traffic, rate)
-    top = REPLICA_REQUESTS if cap is None else cap
-    if t.num_requests is not None and not isinstance(t.arrivals, TraceArrivals) and rate > base:
-        t = dataclasses.replace(t, num_requests=int(min(top, max(t.num_requests, round(t.num_requests * rate / base)))))
-    return generate_requests(t, seed)
-
-
 def run_scenario(setup: Setup, compare: bool = True, target_rate: float | None = None, max_replicas: int = 256,
                  bins: int | None = 200, progress: Progress = _quiet) -> Outcome:
     """Speculation off and on (or the policy alone), and replicas for a target rate when asked."""
-    policies = [SpecPolicy.off(), setup.policy] if compare and setup.policy.enabled else [setup.policy]
+    policies = [Policy.off(), setup.policy] if compare and setup.policy.enabled else [setup.policy]
     progress("generating requests")
     req = generate_requests(setup.traffic, setup.seed)
     if req.n == 0:
@@ -392,7 +292,7 @@ def run_scenario(setup: Setup, compare: bool = True, target_rate: float | None =
 # --- sweeps --------------------------------------------------------------------------------------------
 
 
-def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[SpecPolicy] | None = None,
+def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[Policy] | None = None,
                    drafts: Sequence[str] | None = None, n_jobs: int = 1,
                    progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """Simulations over rates x drafts x policies (joblib, in parallel), one row each; every case runs the
@@ -404,12 +304,12 @@ def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies:
     return frame
 
 
-def sweep_cases(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[SpecPolicy] | None = None,
+def sweep_cases(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[Policy] | None = None,
                 drafts: Sequence[str] | None = None) -> tuple[list[SweepCase], dict[str, StepTable]]:
     """`sweep_scenario`'s cases (plain decoding once per rate) and their step tables, by draft label."""
     s = setup.scenario
     rate_axis: list[float | None] = list(rates) if rates else [None]
-    policy_axis = list(policies) if policies else ([SpecPolicy.off(), setup.policy] if setup.policy.enabled
+    policy_axis = list(policies) if policies else ([Policy.off(), setup.policy] if setup.policy.enabled
                                                     else [setup.policy])
     if any(p.max_k > MAX_K for p in policy_axis):
         raise SpecsimError(f"--sweep-policies: k beyond {MAX_K}, the positions acceptance is known for")
@@ -445,8 +345,3 @@ def sweep_cases(setup: Setup, rates: Sequence[float] | None = None, policies: Se
     reqs = [generate_requests(t, sd) for t, sd in made]
     costs = {d.label: setup.table(policy_axis, reqs, d) for d in draft_axis}
     return unique, costs
-
-
-__all__ = ["DERIVED_REQUESTS", "REPLICA_REQUESTS", "Outcome", "Run", "Setup", "make_setup", "mean_lengths",
-           "requests_at", "run_scenario", "scenario_traffic", "stationary", "sweep_cases", "sweep_scenario",
-           "with_size"]

@@ -21,20 +21,21 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from specsim.advise.planner import analytic_schedule, chain, policy_from_segments, policy_segments, with_depth
-from specsim.advise.simulation import Setup, make_setup, requests_at
+from specsim.advise.planner import analytic_schedule, chain, with_depth
+from specsim.advise.simulation import Setup, make_setup
+from specsim.advise.traffic import requests_at
 from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
-from specsim.plan.optimize import Plan
+from specsim.plan.result import Plan, ServingBaseline, ServingChoice, ServingTrial, SloBounds
 from specsim.scenario.scenario import Scenario
 from specsim.scenario.serving import SLO, cost_per_mtok_usd
 from specsim.scenario.traffic import Requests
+from specsim.simulate.capacity import bisect_fewest, fewest_meeting
 from specsim.simulate.cost import StepTable
 from specsim.simulate.engine import SimResult, simulate
 from specsim.simulate.metrics import meets_slo, slo_percentiles, summarize
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 MAX_REPLICAS = 1024
 #: Doubling the replicas stops when it leaves the SLO's worse ratio above this share of what it was: the
@@ -45,7 +46,7 @@ SATURATED = 0.98
 @dataclass(frozen=True)
 class Candidate:
     draft: Draft  # a chain with its acceptance to the depth needed
-    policy: SpecPolicy
+    policy: Policy
     origin: str
 
     @property
@@ -73,20 +74,20 @@ def candidates(setup: Setup, analytic: Plan) -> list[Candidate]:
     limits = setup.limits
     ctx = setup.context_hint
     depth = max(1, s.max_k)
-    out = [Candidate(chain(s.drafts[0]), SpecPolicy.off(), "plain decoding")]
-    seen = {tuple(SpecPolicy.off().k_table(limits.max_num_seqs).tolist())}
+    out = [Candidate(chain(s.drafts[0]), Policy.off(), "plain decoding")]
+    seen = {tuple(Policy.off().k_table(limits.max_num_seqs).tolist())}
 
-    def add(d: Draft, policy: SpecPolicy, origin: str) -> None:
+    def add(d: Draft, policy: Policy, origin: str) -> None:
         key = (d.label, tuple(policy.k_table(limits.max_num_seqs).tolist()))
         if policy.enabled and key not in seen:
             seen.add(key)
             out.append(Candidate(with_depth(chain(d), max(depth, policy.max_k)), policy, origin))
 
     for d in s.drafts:
-        if d.method == "none":
+        if not d.speculates:
             continue
-        if analytic.method != "none" and analytic.draft_label == d.label:
-            add(d, policy_from_segments(analytic.chain_policy or analytic.policy), "the analytic plan's policy")
+        if analytic.speculates and analytic.draft_label == d.label:
+            add(d, (analytic.chain_policy or analytic.policy).as_run(), "the analytic plan's policy")
         sched = analytic_schedule(setup.target, d, s.max_k, limits.max_num_seqs, ctx)
         add(d, sched, "analytic per-batch schedule")
         k_low = sched.k_for_batch(1)
@@ -94,8 +95,8 @@ def candidates(setup: Setup, analytic: Plan) -> list[Candidate]:
             table = sched.k_table(limits.max_num_seqs)
             off = [b for b in range(1, limits.max_num_seqs + 1) if table[b] == 0]
             if off:
-                add(d, SpecPolicy.static(k_low, off[0] - 1), f"static k={k_low}, off above the crossover")
-            add(d, SpecPolicy.static(k_low), f"static k={k_low}")
+                add(d, Policy.static(k_low, off[0] - 1), f"static k={k_low}, off above the crossover")
+            add(d, Policy.static(k_low), f"static k={k_low}")
     return out
 
 
@@ -103,121 +104,125 @@ def optimise_slo(s: Scenario, analytic: Plan, progress: Callable[[str], None] | 
     """The analytic plan with its draft, policy and engine configs replaced by the SLO choice by simulation
     (`Plan.serving` records the search)."""
     assert s.serving is not None and s.serving.slo is not None
-    slo = s.serving.slo
-    tick = progress or (lambda _m: None)
-    setup = make_setup(s, policy=SpecPolicy.off(), analytic=lambda: analytic)
+    setup = make_setup(s, policy=Policy.off(), analytic=lambda: analytic)
     rate = s.serving.target_rate_rps or setup.traffic.mean_rate_rps
     if not (rate > 0 and math.isfinite(rate)):
         raise SpecsimError(f"{s.path}: no target rate to size replicas for (serving.target_rate_rps)")
     req = requests_at(setup.traffic, rate, setup.seed)
     if req.n == 0:
         raise SpecsimError(f"{s.path}: the traffic generated no requests")
-    cands = candidates(setup, analytic)
-    engines = [setup.engine(c.policy, c.draft) for c in cands]
-    depth = max(1, s.max_k, *(c.policy.max_k for c in cands))
-    mixes = {c.draft.label: setup.mix(c.draft, depth)[0] for c in cands if c.policy.enabled}
-    tables: dict[str, StepTable] = {}
-    for c in cands:
-        key = c.draft.label
-        if key not in tables:
-            mine = [c2.policy for c2 in cands if c2.draft.label == key or not c2.policy.enabled]
-            tick(f"tabulating step costs of {key}")
-            tables[key] = setup.table(mine, [req], c.draft)
-    shares: dict[int, Requests] = {}
-    results: dict[tuple[int, int], SimResult] = {}
-    trials: list[Trial] = []
-
-    def run(i: int, n: int) -> Trial:
-        if n not in shares:
-            shares[n] = req if n == 1 else req.thin(1.0 / n, setup.seed)
-        c = cands[i]
-        tick(f"{c.label} {c.policy.label} on {n} replica{'s' if n > 1 else ''}")
-        share = shares[n]
-        if share.n == 0:
-            tr = Trial(i, n, True, math.nan, 0.0)
-        else:
-            res = simulate(share, engines[i], tables[c.draft.label], mixes.get(c.draft.label), setup.seed)
-            results[(i, n)] = res
-            tr = Trial(i, n, meets_slo(res, slo), *slo_percentiles(res, slo.percentile))
-        trials.append(tr)
-        return tr
-
-    def search(i: int) -> Trial:
-        """Candidate i's fewest replicas: doubling (stopped when doubling no longer helps: the SLO is out of
-        reach of this configuration at any count), then bisection."""
-        lo, hi = 0, 1
-        prev = None
-        while not (tr := run(i, hi)).meets and hi < MAX_REPLICAS:
-            if prev is not None and tr.headroom(slo) > SATURATED * prev.headroom(slo):
-                return tr
-            prev, lo, hi = tr, hi, min(2 * hi, MAX_REPLICAS)
-        return bisect(i, lo, hi) if tr.meets else tr
-
-    def bisect(i: int, lo: int, hi: int) -> Trial:
-        """Candidate i's fewest replicas between lo (fails, or 0) and hi (meets): its trial there."""
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if run(i, mid).meets:
-                hi = mid
-            else:
-                lo = mid
-        return _last(trials, i, hi)
-
-    best = baseline = search(0)
-    for i in range(1, len(cands)):
-        if not best.meets:  # nothing meets the SLO yet: this candidate's own search
-            tr = search(i)
-            best = tr if _key(tr, slo) < _key(best, slo) else best
-            continue
-        n = best.replicas
-        if n > 1 and run(i, n - 1).meets:  # fewer replicas: look further down
-            best = bisect(i, 0, n - 1)
-            continue
-        at = run(i, n)  # as many replicas: the more headroom wins
-        if _key(at, slo) < _key(best, slo):
-            best = at
-    chosen = cands[best.candidate]
-    gpus = setup.gpus_per_replica
-    usd = s.gpu_hour_usd
-
-    def price(tr: Trial) -> float | None:
-        res = results.get((tr.candidate, tr.replicas))
-        if usd is None or res is None:
-            return None
-        m = summarize(res, slo, None, bins=None)
-        return cost_per_mtok_usd(tr.replicas * gpus, usd, m.output_tok_s * tr.replicas)
-
-    def record(tr: Trial) -> dict[str, Any]:
-        c = cands[tr.candidate]
-        return {"draft": c.label, "policy": c.policy.label, "origin": c.origin, "replicas": tr.replicas,
-                "meets_slo": tr.meets, "ttft_ms": tr.ttft_s * 1e3, "tpot_ms": tr.tpot_s * 1e3,
-                "headroom": tr.headroom(slo)}
-
-    limits = setup.limits
-    serving = {
-        "by": "simulation", "slo": {"ttft_ms": slo.ttft_s * 1e3, "tpot_ms": slo.tpot_s * 1e3,
-                                    "percentile": slo.percentile},
-        "target_rate_rps": float(rate), "requests": int(req.n), "seed": setup.seed,
-        "draft": chosen.label, "method": chosen.draft.method if chosen.policy.enabled else "none",
-        "policy": chosen.policy.label, "origin": chosen.origin, "replicas": best.replicas,
-        "gpus_per_replica": gpus, "gpus": best.replicas * gpus, "meets_slo": best.meets,
-        "ttft_ms": best.ttft_s * 1e3, "tpot_ms": best.tpot_s * 1e3, "cost_per_mtok_usd": price(best),
-        "max_num_seqs": limits.max_num_seqs, "max_num_batched_tokens": limits.max_num_batched_tokens,
-        "kv_capacity_tokens": engines[best.candidate].kv_capacity_tokens,
-        "baseline": {**record(baseline), "gpus": baseline.replicas * gpus, "cost_per_mtok_usd": price(baseline)},
-        "trials": [record(t) for t in trials],
-    }
-    segs = policy_segments(chosen.policy, limits.max_num_seqs)
+    search = _Search(setup, candidates(setup, analytic), req, s.serving.slo, progress or (lambda _m: None))
+    best, baseline = search.best()
+    chosen = search.cands[best.candidate]
     on = chosen.policy.enabled
+    bands = chosen.policy.as_bands(setup.limits.max_num_seqs)
+    slo = s.serving.slo
     note = (f"SLO by simulation at {rate:g} requests/s ({slo.percentile:g}th percentile TTFT <= "
             f"{slo.ttft_s * 1e3:g} ms, TPOT <= {slo.tpot_s * 1e3:g} ms): {best.replicas} replica(s) with "
             f"{chosen.label + ' ' + chosen.policy.label if on else 'plain decoding'} against "
-            f"{baseline.replicas} without speculation; {len(cands)} candidates, {len(trials)} simulations")
+            f"{baseline.replicas} without speculation; {len(search.cands)} candidates, {len(search.trials)} "
+            "simulations")
     return dataclasses.replace(
         analytic, method=chosen.draft.method if on else "none", draft_label=chosen.draft.label if on else
-        analytic.draft_label, policy=segs, chain_policy=segs, dynamic_profile=None, serving=serving,
-        notes=[*analytic.notes, note] + ([] if best.meets else [
-            f"no candidate meets the SLO even with {best.replicas} replicas: relax it, or shorten prompts/outputs"]))
+        analytic.draft_label, policy=bands, chain_policy=bands, dynamic_profile=None,
+        serving=search.choice(best, baseline, rate),
+        notes=(*analytic.notes, note) + (() if best.meets else (
+            f"no candidate meets the SLO even with {best.replicas} replicas: relax it, or shorten prompts/outputs",)))
+
+
+class _Search:
+    """The replica search over the candidates (module docstring), every simulation kept as a Trial."""
+
+    def __init__(self, setup: Setup, cands: list[Candidate], req: Requests, slo: SLO,
+                 tick: Callable[[str], None]) -> None:
+        self.setup, self.cands, self.req, self.slo, self.tick = setup, cands, req, slo, tick
+        self.engines = [setup.engine(c.policy, c.draft) for c in cands]
+        depth = max(1, setup.scenario.max_k, *(c.policy.max_k for c in cands))
+        self.mixes = {c.draft.label: setup.mix(c.draft, depth)[0] for c in cands if c.policy.enabled}
+        self.tables: dict[str, StepTable] = {}
+        for c in cands:
+            key = c.draft.label
+            if key not in self.tables:
+                mine = [c2.policy for c2 in cands if c2.draft.label == key or not c2.policy.enabled]
+                tick(f"tabulating step costs of {key}")
+                self.tables[key] = setup.table(mine, [req], c.draft)
+        self.shares: dict[int, Requests] = {}
+        self.results: dict[tuple[int, int], SimResult] = {}
+        self.trials: list[Trial] = []
+
+    def run(self, i: int, n: int) -> Trial:
+        """Candidate i on n replicas: the seeded requests thinned to 1/n, simulated once."""
+        if n not in self.shares:
+            self.shares[n] = self.req if n == 1 else self.req.thin(1.0 / n, self.setup.seed)
+        c = self.cands[i]
+        self.tick(f"{c.label} {c.policy.label} on {n} replica{'s' if n > 1 else ''}")
+        share = self.shares[n]
+        if share.n == 0:
+            tr = Trial(i, n, True, math.nan, 0.0)
+        else:
+            res = simulate(share, self.engines[i], self.tables[c.draft.label], self.mixes.get(c.draft.label),
+                           self.setup.seed)
+            self.results[(i, n)] = res
+            tr = Trial(i, n, meets_slo(res, self.slo), *slo_percentiles(res, self.slo.percentile))
+        self.trials.append(tr)
+        return tr
+
+    def search(self, i: int) -> Trial:
+        """Candidate i's fewest replicas: doubling (stopped when doubling no longer helps: the SLO is out of
+        reach of this configuration at any count), then bisection; its trial there."""
+        def hopeless() -> bool:
+            mine = [t for t in self.trials if t.candidate == i]
+            return len(mine) > 1 and mine[-1].headroom(self.slo) > SATURATED * mine[-2].headroom(self.slo)
+
+        n, _ = fewest_meeting(lambda m: self.run(i, m).meets, MAX_REPLICAS, hopeless)
+        return _last(self.trials, i, n)
+
+    def bisect(self, i: int, lo: int, hi: int) -> Trial:
+        """Candidate i's fewest replicas between lo (fails, or 0) and hi (meets): its trial there."""
+        return _last(self.trials, i, bisect_fewest(lambda m: self.run(i, m).meets, lo, hi))
+
+    def best(self) -> tuple[Trial, Trial]:
+        """(the chosen trial, plain decoding's)."""
+        best = baseline = self.search(0)
+        for i in range(1, len(self.cands)):
+            if not best.meets:  # nothing meets the SLO yet: this candidate's own search
+                tr = self.search(i)
+                best = tr if _key(tr, self.slo) < _key(best, self.slo) else best
+                continue
+            n = best.replicas
+            if n > 1 and self.run(i, n - 1).meets:  # fewer replicas: look further down
+                best = self.bisect(i, 0, n - 1)
+                continue
+            at = self.run(i, n)  # as many replicas: the more headroom wins
+            if _key(at, self.slo) < _key(best, self.slo):
+                best = at
+        return best, baseline
+
+    def price(self, tr: Trial) -> float | None:
+        usd = self.setup.scenario.gpu_hour_usd
+        res = self.results.get((tr.candidate, tr.replicas))
+        if usd is None or res is None:
+            return None
+        m = summarize(res, self.slo, None, bins=None)
+        return cost_per_mtok_usd(tr.replicas * self.setup.gpus_per_replica, usd, m.output_tok_s * tr.replicas)
+
+    def trial(self, tr: Trial) -> ServingTrial:
+        c = self.cands[tr.candidate]
+        return ServingTrial(c.label, c.policy.label, c.origin, tr.replicas, tr.meets, tr.ttft_s * 1e3,
+                            tr.tpot_s * 1e3, tr.headroom(self.slo))
+
+    def choice(self, best: Trial, baseline: Trial, rate: float) -> ServingChoice:
+        """The search as the plan records it."""
+        chosen, gpus, limits, slo = self.cands[best.candidate], self.setup.gpus_per_replica, self.setup.limits, self.slo
+        base = ServingBaseline(**vars(self.trial(baseline)), gpus=baseline.replicas * gpus,
+                               cost_per_mtok_usd=self.price(baseline))
+        return ServingChoice(
+            "simulation", SloBounds(slo.ttft_s * 1e3, slo.tpot_s * 1e3, slo.percentile), float(rate),
+            int(self.req.n), self.setup.seed, chosen.label,
+            chosen.draft.method if chosen.policy.enabled else "none", chosen.policy.label, chosen.origin,
+            best.replicas, gpus, best.replicas * gpus, best.meets, best.ttft_s * 1e3, best.tpot_s * 1e3,
+            self.price(best), limits.max_num_seqs, limits.max_num_batched_tokens,
+            self.engines[best.candidate].kv_capacity_tokens, base, tuple(self.trial(t) for t in self.trials))
 
 
 def _key(t: Trial, slo: SLO) -> tuple[int, int, float]:

@@ -19,7 +19,7 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> None:
-    from specsim.calibration.fit import write_atomic
+    from specsim.calibration.writing import write_atomic
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")

@@ -25,8 +25,10 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from specsim.calibration import fit as cal
-from specsim.cost.hardware import HardwareProfile
+from specsim.calibration.allreduce import fit_allreduce
+from specsim.calibration.efficiency import fit_efficiency_params
+from specsim.calibration.params import ATTENTION_PARAMS, GEMM_PARAMS, MOE_PARAMS
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.measurements import BAND_LABELS, RowSet, check_measurements, token_band
 from specsim.errors import SpecsimError
 
@@ -144,7 +146,7 @@ def holdout_mask(op: str, d: pd.DataFrame) -> np.ndarray:
 def _stage(rows: pd.DataFrame, hw: HardwareProfile, params: Sequence[str], starts: int) -> HardwareProfile:
     if rows.empty:
         return hw
-    fitted, _ = cal.fit_efficiency_params(rows, hw, list(params), starts=starts, lenient=list(params))
+    fitted, _ = fit_efficiency_params(rows, hw, list(params), starts=starts, lenient=list(params))
     return fitted
 
 
@@ -157,14 +159,14 @@ def fit_to_tables(hw: HardwareProfile, rows: TableRows, starts: int = 1, holdout
         return d[~rows.held(op)] if holdout and len(d) else d
 
     params = {
-        "gemm": [p for p in cal.GEMM_PARAMS if p not in ("dequant_tera_per_s", "fp8_compute")],
-        "attention": list(cal.ATTENTION_PARAMS),
-        "moe": list(cal.MOE_PARAMS),
+        "gemm": [p for p in GEMM_PARAMS if p not in ("dequant_tera_per_s", "fp8_compute")],
+        "attention": list(ATTENTION_PARAMS),
+        "moe": list(MOE_PARAMS),
     }
     for op in stages:
         if op == "allreduce":
             if len(rows.allreduce):
-                hw = cal.fit_allreduce(rows.allreduce, hw)
+                hw = fit_allreduce(rows.allreduce, hw)
         elif op == "gemm":  # bf16 sets the tile model; fp8 rows then only their own tile rate
             d = train("gemm")
             hw = _stage(d[d["dtype"] == "bf16"], hw, params["gemm"], starts)
@@ -257,25 +259,43 @@ def source_line(rows: TableRows, report: pd.DataFrame, version: str | None) -> s
             f" fused MoE (balanced, every other model shape held out) {get('moe', 'all')}")
 
 
-def provenance(rows: TableRows, report: pd.DataFrame, version: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TablesProvenance:
+    """What a profile was fitted to by `calibrate-tables` and how well it scores (the fields in the
+    order the profile YAML lists them)."""
+
+    fitted_by: str
+    date: str  # UTC, ISO 8601 to the second
+    measurements: str
+    framework: str  # the framework asked for
+    frameworks: dict[str, list[str]]  # op family -> the framework(s) its rows came from
+    kernels: dict[str, list[str]]
+    framework_versions: dict[str, list[str]]
+    rows: dict[str, int]
+    holdout: str
+    mape_pct_held_out: dict[str, float]  # all-reduce: in-sample (one curve per GPU count, fitted to every size)
+
+
+def provenance(rows: TableRows, report: pd.DataFrame, version: str | None) -> TablesProvenance:
+    families = [op for op in ("gemm", "attention", "moe", "allreduce") if len(getattr(rows, op))]
+
+    def values(column: str) -> dict[str, list[str]]:
+        return {op: sorted(set(getattr(rows, op)[column])) for op in families}
+
     groups = {f"{r.op} {r.group}": round(float(cast(float, r.mape_pct)), 2) for r in report.itertuples()
               if r.rows == "held-out" or r.op == "allreduce"}
-    return {
-        "fitted_by": "specsim calibrate-tables",
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "measurements": f"aiconfigurator-core {version} (installed package; data not copied)",
-        "framework": rows.framework,
-        "frameworks": {op: sorted(set(getattr(rows, op)["framework"])) for op in ("gemm", "attention", "moe",
-                                                                                   "allreduce")
-                       if len(getattr(rows, op))},
-        "kernels": {op: sorted(set(getattr(rows, op)["kernel"])) for op in ("gemm", "attention", "moe", "allreduce")
-                    if len(getattr(rows, op))},
-        "framework_versions": {op: sorted(set(getattr(rows, op)["framework_version"]))
-                               for op in ("gemm", "attention", "moe", "allreduce") if len(getattr(rows, op))},
-        "rows": {op: len(getattr(rows, op)) for op in ("gemm", "attention", "moe", "allreduce")},
-        "holdout": "GEMM (N, K) checkerboard; every other attention head configuration; every other MoE shape",
-        "mape_pct_held_out": groups,  # all-reduce: in-sample (one curve per GPU count, fitted to every size)
-    }
+    return TablesProvenance(
+        fitted_by="specsim calibrate-tables",
+        date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        measurements=f"aiconfigurator-core {version} (installed package; data not copied)",
+        framework=rows.framework,
+        frameworks=values("framework"),
+        kernels=values("kernel"),
+        framework_versions=values("framework_version"),
+        rows={op: len(getattr(rows, op)) for op in ("gemm", "attention", "moe", "allreduce")},
+        holdout="GEMM (N, K) checkerboard; every other attention head configuration; every other MoE shape",
+        mape_pct_held_out=groups,
+    )
 
 
 def calibrate_to_tables(hw: HardwareProfile, framework: str = "vllm", starts: int = 1,
@@ -291,7 +311,7 @@ def calibrate_to_tables(hw: HardwareProfile, framework: str = "vllm", starts: in
     report = score(fitted, rows)
     version = aic.installed_version()
     eff = dataclasses.replace(fitted.efficiency, source=source_line(rows, report, version))
-    prov = {**fitted.provenance, "tables": provenance(rows, report, version)}
+    prov = {**fitted.provenance, "tables": dataclasses.asdict(provenance(rows, report, version))}
     return dataclasses.replace(fitted, efficiency=eff, provenance=prov), report, rows
 
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
-import pandas as pd
 import typer
 
 from specsim.cli._format import check_format, emit, emit_mapping, emit_summary
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs, check_target
+
+if TYPE_CHECKING:
+    from specsim.calibration.run import CalibrationRun
 
 import_app = typer.Typer(help="Convert public profiling data to the measurement schema.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -57,13 +58,13 @@ def bench(
     summary = ", ".join(str(p) for p in paths)
     meta = result.meta
     extra = []
-    if "peak_matmul_tflops" in meta:
-        extra.append(f"peak matmul {meta['peak_matmul_tflops']:.3g} TFLOP/s")
-    if "copy_bw_gb_per_s" in meta:
-        extra.append(f"copy {meta['copy_bw_gb_per_s']:.3g} GB/s")
-    emit_summary(fmt, f"wrote {summary}: {meta['rows']} rows on {meta.get('device_name')}"
+    if meta.peak_matmul_tflops is not None:
+        extra.append(f"peak matmul {meta.peak_matmul_tflops:.3g} TFLOP/s")
+    if meta.copy_bw_gb_per_s is not None:
+        extra.append(f"copy {meta.copy_bw_gb_per_s:.3g} GB/s")
+    emit_summary(fmt, f"wrote {summary}: {meta.rows} rows on {meta.device_name}"
                  + (f" ({'; '.join(extra)})" if extra else ""),
-                 {"files": [str(p) for p in paths], "rows": meta["rows"], "device": meta.get("device_name")})
+                 {"files": [str(p) for p in paths], "rows": meta.rows, "device": meta.device_name})
     if result.interrupted:
         print("interrupted: kept the rows measured so far", file=sys.stderr)
         raise typer.Exit(130)
@@ -133,8 +134,8 @@ def calibrate_tables(
     GEMMs, then attention, fused MoE and all-reduce per implementation, each stage on its own rows,
     with half the shapes held out; prints the error per family and band on the held-out shapes and
     writes the profile with its provenance (package version, framework, kernels)."""
-    from specsim.calibration import fit as cal
     from specsim.calibration import tables as tab
+    from specsim.calibration.writing import write_profile
     from specsim.cost.hardware import load_hardware
 
     check_format(fmt)
@@ -159,7 +160,7 @@ def calibrate_tables(
             fitted = dataclasses.replace(fitted, name=name)
     if output is not None:
         with Outputs() as outs:
-            cal.write_profile(fitted, outs.path(output))
+            write_profile(fitted, outs.path(output))
     shown = report[(report["rows"] == "held-out") | (report["op"] == "allreduce")]
     emit(shown.drop(columns=["device", "framework"]), fmt,
          f"{fitted.name} on NVIDIA's {framework} tables: mean absolute error (%), held-out shapes")
@@ -204,54 +205,29 @@ def calibrate(
     profile YAML (with its provenance) that every other command accepts, and draws
     predicted-vs-measured and error-vs-size figures.
     """
-    from specsim.calibration import fit as cal
-    from specsim.cost.hardware import load_hardware
-    from specsim.cost.measurements import read_measurements
+    from specsim.calibration.run import CalibrationRequest, run_calibration
 
     check_format(fmt)
-    if starts < 1:
-        raise SpecsimError(f"--starts must be >= 1, got {starts}")
-    if max_rel_std < 0:
-        raise SpecsimError(f"--max-rel-std must be >= 0, got {max_rel_std}")
-    if output.suffix not in (".yaml", ".yml"):
-        raise SpecsimError(f"--output must end in .yaml or .yml, got {output}")
-    check_target(output)  # before the fit
-    with warnings.catch_warnings():  # pandas' mixed-type note on sparse text columns (e.g. topology)
-        warnings.simplefilter("ignore", pd.errors.DtypeWarning)
-        df = read_measurements(measurements)
-    base = load_hardware(hardware)
-    if from_defaults:
-        import dataclasses
+    run = run_calibration(CalibrationRequest(
+        measurements, hardware, output, holdout=holdout, params=params,
+        ops=tuple(o.strip() for o in ops.split(",") if o.strip()) if ops else None, by=by, max_rel_std=max_rel_std,
+        name=name, plots=plots, no_plots=no_plots, all_devices=all_devices, starts=starts,
+        from_defaults=from_defaults, framework=framework, kernel=kernel, mix_kernels=mix_kernels))
+    _render_calibration(run, fmt, output, max_rel_std)
 
-        from specsim.cost.hardware import Efficiency
 
-        base = dataclasses.replace(base, efficiency=Efficiency())
-    op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
-    result = cal.calibrate(df, base, params=params, holdout=holdout, max_rel_std=max_rel_std, ops=op_list,
-                           all_devices=all_devices, by=by, starts=starts, framework=framework, kernel=kernel,
-                           mix_kernels=mix_kernels)
-    fitted = cal.fitted_profile(result, measurements, holdout, name)
-    figs = []
-    with Outputs() as outs:  # the profile and its figures as one set: all written, or none
-        staged = outs.path(output)
-        cal.write_profile(fitted, staged)
-        if not no_plots:
-            from specsim.calibration.plots import calibration_plots
+def _render_calibration(run: CalibrationRun, fmt: str, output: Path, max_rel_std: float) -> None:
+    """The skipped rows (stderr), the error report, and for a table the fitted parameters and the files."""
+    from specsim.calibration.params import fitted_values
 
-            folder = plots or output.parent
-            if not folder.is_dir():
-                raise SpecsimError(f"--plots: {folder} is not a folder")
-            same = folder.resolve() == output.parent.resolve()
-            drawn = calibration_plots(result.rows, staged.parent if same else outs.folder(folder, "--plots"),
-                                      output.stem, fitted.name)
-            figs = [folder / f.name for f in drawn]
+    result, fitted = run.result, run.fitted
     notes = [f"{k}: {v} row(s)" for k, v in result.skipped.items()]
     if result.dropped_noisy:
         notes.append(f"{result.dropped_noisy} row(s) dropped with std_ms > {max_rel_std:g} x time_ms")
     if notes:
         print("skipped " + "; ".join(notes), file=sys.stderr)
-    emit(result.report, fmt, f"calibration of {base.name}: mean absolute error (%)")
-    values: dict[str, float | str] = {k: round(v, 4) for k, v in cal.fitted_values(fitted).items()
+    emit(result.report, fmt, f"calibration of {result.base.name}: mean absolute error (%)")
+    values: dict[str, float | str] = {k: round(v, 4) for k, v in fitted_values(fitted).items()
                                       if k in result.params}
     ic = fitted.interconnect
     for impl, table in (({"nccl": ic.allreduce_by_world_size, **ic.allreduce_by_implementation}.items())
@@ -261,4 +237,5 @@ def calibrate(
             values[f"allreduce[{tag}{n}]"] = f"latency {lat * 1e6:.1f} us, busbw {bw / 1e9:.0f} GB/s, sharpness {p:.2f}"
     if fmt == "table":
         emit_mapping(values, fmt, "fitted parameters")
+        figs = run.figures
         print(f"wrote {output}" + (f" and {', '.join(str(f) for f in figs)}" if figs else ""))

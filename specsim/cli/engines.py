@@ -8,6 +8,7 @@ from specsim.cli._format import emit_mapping, emit_records
 from specsim.cli._options import Fmt
 from specsim.cli.main import app
 from specsim.engines.profile import available, load_engine
+from specsim.records import to_record
 
 engines_app = typer.Typer(help="Serving engines as specsim prices them: list and show.", no_args_is_help=True)
 app.add_typer(engines_app, name="engines")
@@ -29,7 +30,8 @@ def engines_list(fmt: Fmt = "table") -> None:
 def engines_show(name: str, fmt: Fmt = "table") -> None:
     """One engine profile (a bundled name or a YAML path): every figure and its source."""
     e = load_engine(name)
-    data = e.to_dict()
+    data = to_record(e)
+    data.pop("source_path")
     sources = data.pop("sources")
     flat: dict[str, object] = {}
     for key, value in data.items():

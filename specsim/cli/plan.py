@@ -26,7 +26,7 @@ from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
-from specsim.plan.summary import pays_by_draft, plan_dict, plan_markdown, segment_label
+from specsim.plan.summary import config_text, pays_by_draft, plan_dict, plan_markdown, segment_label
 from specsim.scenario.scenario import load_scenario
 
 
@@ -59,15 +59,15 @@ def plan(
     con = console()
     con.print(f"[bold]{escape(data['recommendation'])}[/bold]")
     view = [{"bucket": r["bucket"], "weight": round(r["weight"], 3), "batch": r["batch"], "context": r["context"],
-             "draft": r["draft"], "config": segment_label({"batch_from": 0, "batch_to": 0, **r}).split(": ", 1)[1],
+             "draft": r["draft"], "config": config_text(r["k"], r.get("topk", 1), r.get("num_draft_tokens")),
              "tokens/step": round(r["tokens_per_step"], 3), "step ms": round(r["step_ms"], 2),
              "plain ms": round(r["baseline_step_ms"], 2), "speedup": round(r["speedup"], 3),
              "tok/s": round(r["throughput_tok_s"]), "ms/token": round(r["ms_per_token"], 3)} for r in data["buckets"]]
     emit_records(view, "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
                  f"({data['engine']}), objective {data['objective']}")
-    if data["policy"]:
+    if p.policy.schedule:
         con.print(f"policy for {data['draft']} over batch size:", markup=False)
-        for seg in data["policy"]:
+        for seg in p.policy.schedule:
             con.print(f"  {segment_label(seg)}", markup=False)
     if p.pays:
         con.print("where each draft pays (contexts pooled over the load):", markup=False)
@@ -106,7 +106,7 @@ def _write_engine_configs(folder: Path, configs: dict[str, Any]) -> None:
         raise SpecsimError(f"--engine-configs {folder}: folder {folder.parent} does not exist")
     if not folder.exists():
         folder.mkdir()
-    from specsim.plan.engine_configs import engine_config_files
+    from specsim.engines.configs.layout import engine_config_files
 
     with Outputs() as outs:  # the same files, laid out the same way, as a report's engine-configs/
         for rel, text in engine_config_files(configs).items():

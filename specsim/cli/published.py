@@ -13,6 +13,7 @@ import pandas as pd
 from specsim.cli._format import console, emit, emit_mapping, emit_records, plain, print_json, working
 from specsim.errors import EXIT_BAD_INPUT, SpecsimError
 from specsim.files import Outputs, read_text
+from specsim.records import to_record
 
 
 def run_grid(path: Path, output: Path | None, fmt: str) -> int:
@@ -66,9 +67,7 @@ def run_published(fmt: str, corpus: Path | None = None) -> None:
         except SpecsimError as exc:
             raise SpecsimError(f"{corpus}: {exc}" if corpus is not None else str(exc)) from None
     if fmt == "json":
-        data = report.to_dict()
-        data.pop("rows")
-        print_json(data)
+        print_json(to_record(report.summary()))
         return
     rows = []
     for mode in MODES:

@@ -55,12 +55,12 @@ def report(
         result = write_report(s, output, reference, tick)
         bar.advance(task)
     seconds = time.perf_counter() - t0
-    configs = [f for f in result["files"] if f.startswith("engine-configs/")]
-    line = (f"{result['recommendation']}\nwrote {output}/report.html, report.md, plan.json, "
-            f"{len(result['figures'])} figures in {output}/figures/"
+    configs = [f for f in result.files if f.startswith("engine-configs/")]
+    line = (f"{result.recommendation}\nwrote {output}/report.html, report.md, plan.json, "
+            f"{len(result.figures)} figures in {output}/figures/"
             + (f" and {len(configs)} engine configs in {output}/engine-configs/" if configs else "")
             + f" ({seconds:.1f} s)")
-    emit_summary(fmt, line, {"recommendation": result["recommendation"], "output": str(output),
+    emit_summary(fmt, line, {"recommendation": result.recommendation, "output": str(output),
                              "files": ["report.html", "report.md", "plan.json",
-                                       *(f"figures/{f}" for f in result["figures"]), *result["files"]],
+                                       *(f"figures/{f}" for f in result.figures), *result.files],
                              "seconds": round(seconds, 2)})

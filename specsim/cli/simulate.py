@@ -5,34 +5,29 @@ price), replicas for a target rate, and sweeps over rates x policies x drafts (j
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import pandas as pd
 import typer
 
 from specsim.cli._format import (
     check_format,
-    console,
-    emit,
-    markdown_table,
     parse_float_list,
-    plain,
-    print_json,
-    print_rows_table,
 )
 from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
+from specsim.cli.simulate_output import emit_outcome, emit_sweep, timeseries_frame
 from specsim.errors import SpecsimError
 
 if TYPE_CHECKING:
     from specsim.advise.simulation import Outcome, Setup
-    from specsim.step.policy import SpecPolicy
+    from specsim.scenario.scenario import Scenario
+    from specsim.step.policy import Policy
 
 BACKENDS = ("loky", "dask", "ray")
 
@@ -77,65 +72,100 @@ def simulate(
     fmt: Fmt = "table",
 ) -> None:
     """Simulate serving the scenario's traffic request by request, with speculation off and on side by side."""
-    from specsim.advise.simulation import make_setup, run_scenario, sweep_scenario
-    from specsim.files import check_target
     from specsim.scenario.scenario import load_scenario
-    from specsim.step.policy import SpecPolicy
 
-    check_format(fmt)
-    if backend not in BACKENDS:
-        raise SpecsimError(f"--backend must be one of {' | '.join(BACKENDS)}, got {backend!r}")
-    if jobs == 0 or jobs < -1 or jobs > 1024:
-        raise SpecsimError(f"--jobs must be -1 (every core) or 1-1024, got {jobs}")
-    sweeping = bool(sweep_rates or sweep_policies or sweep_drafts)
-    if timeseries is not None:
-        if sweeping:
-            raise SpecsimError("--timeseries writes one comparison's time series; it does not apply to a sweep")
-        check_target(timeseries, "--timeseries")
-    rates = parse_float_list(sweep_rates, "--sweep-rates") if sweep_rates else None
-    pols = _policies(sweep_policies) if sweep_policies else None
-    chosen = SpecPolicy.parse(policy) if policy is not None else None
+    opts = _Options.parse(fmt, backend, jobs, timeseries, sweep_rates, sweep_policies, policy, sweep_drafts)
     s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before any progress bar or file
-    drafts = None
-    if sweep_drafts:
-        drafts = ([d.label for d in s.drafts if d.method != "none"] if sweep_drafts.strip() == "all"
-                  else [x.strip() for x in sweep_drafts.split(",") if x.strip()])
-        if not drafts:
-            raise SpecsimError("--sweep-drafts: no draft named")
+    drafts = opts.drafts_of(s)
     with _progress() as tick:
         tick("resolving the draft and policy")
-        if sweeping:  # the sweep's own axes, when given, stand in for the draft and policy (no plan to run)
-            chosen = chosen or (pols[0] if pols else None)
-            draft = draft or (drafts[0] if drafts else None)
-        setup = make_setup(s, rate=rate, requests=requests, duration_s=duration, seed=seed, policy=chosen,
-                           draft=draft)
-        frame = outcome = None
-        if sweeping:
-            with _backend(backend):
-                frame = sweep_scenario(setup, rates, pols, drafts, jobs,
-                                       progress=lambda done, total: tick("sweep", done, total))
-        else:
-            goal = target_rate if target_rate is not None else setup.limits.target_rate_rps
-            outcome = run_scenario(setup, compare, goal, max_replicas, progress=tick)
+        setup, frame, outcome = _run(s, opts, drafts, tick, rate=rate, requests=requests, duration=duration,
+                                     seed=seed, draft=draft, compare=compare, target_rate=target_rate,
+                                     max_replicas=max_replicas)
     if frame is not None:  # printed once the progress bar is gone
-        _emit_sweep(setup, frame, fmt, rates)
+        emit_sweep(setup, frame, fmt, opts.rates)
         return
     assert outcome is not None
     if timeseries is not None:
         from specsim.files import Outputs
 
         with Outputs() as outs:
-            _timeseries_frame(outcome).to_csv(outs.path(timeseries, "--timeseries"), index=False)
-    _emit_outcome(outcome, fmt, timeseries)
+            timeseries_frame(outcome).to_csv(outs.path(timeseries, "--timeseries"), index=False)
+    emit_outcome(outcome, fmt, timeseries)
 
 
-def _policies(values: list[str]) -> list[SpecPolicy]:
-    from specsim.step.policy import SpecPolicy
+@dataclass(frozen=True)
+class _Options:
+    """The command's options checked before the scenario is read (bad input: one line, exit 2)."""
+
+    rates: list[float] | None
+    policies: list[Policy] | None
+    policy: Policy | None
+    sweep_drafts: str | None
+    jobs: int
+    backend: str
+
+    @property
+    def sweeping(self) -> bool:
+        return bool(self.rates or self.policies or self.sweep_drafts)
+
+    @classmethod
+    def parse(cls, fmt: str, backend: str, jobs: int, timeseries: Path | None, sweep_rates: str | None,
+              sweep_policies: list[str] | None, policy: str | None, sweep_drafts: str | None) -> _Options:
+        from specsim.files import check_target
+        from specsim.step.policy import Policy
+
+        check_format(fmt)
+        if backend not in BACKENDS:
+            raise SpecsimError(f"--backend must be one of {' | '.join(BACKENDS)}, got {backend!r}")
+        if jobs == 0 or jobs < -1 or jobs > 1024:
+            raise SpecsimError(f"--jobs must be -1 (every core) or 1-1024, got {jobs}")
+        if timeseries is not None:
+            if sweep_rates or sweep_policies or sweep_drafts:
+                raise SpecsimError("--timeseries writes one comparison's time series; it does not apply to a sweep")
+            check_target(timeseries, "--timeseries")
+        return cls(parse_float_list(sweep_rates, "--sweep-rates") if sweep_rates else None,
+                   _policies(sweep_policies) if sweep_policies else None,
+                   Policy.parse(policy) if policy is not None else None, sweep_drafts, jobs, backend)
+
+    def drafts_of(self, s: Scenario) -> list[str] | None:
+        """The drafts a sweep runs: the labels given, or every speculating draft for 'all'."""
+        if not self.sweep_drafts:
+            return None
+        drafts = ([d.label for d in s.drafts if d.speculates] if self.sweep_drafts.strip() == "all"
+                  else [x.strip() for x in self.sweep_drafts.split(",") if x.strip()])
+        if not drafts:
+            raise SpecsimError("--sweep-drafts: no draft named")
+        return drafts
+
+
+def _run(s: Scenario, opts: _Options, drafts: list[str] | None, tick: Any, *, rate: float | None,
+         requests: int | None, duration: float | None, seed: int | None, draft: str | None, compare: bool,
+         target_rate: float | None, max_replicas: int) -> tuple[Setup, pd.DataFrame | None, Outcome | None]:
+    """A sweep (its own axes, when given, stand in for the draft and policy: no plan to run) or one comparison."""
+    from specsim.advise.simulation import make_setup, run_scenario, sweep_scenario
+
+    chosen = opts.policy
+    if opts.sweeping:
+        chosen = chosen or (opts.policies[0] if opts.policies else None)
+        draft = draft or (drafts[0] if drafts else None)
+    setup = make_setup(s, rate=rate, requests=requests, duration_s=duration, seed=seed, policy=chosen, draft=draft)
+    if opts.sweeping:
+        with _backend(opts.backend):
+            frame = sweep_scenario(setup, opts.rates, opts.policies, drafts, opts.jobs,
+                                   progress=lambda done, total: tick("sweep", done, total))
+        return setup, frame, None
+    goal = target_rate if target_rate is not None else setup.limits.target_rate_rps
+    return setup, None, run_scenario(setup, compare, goal, max_replicas, progress=tick)
+
+
+def _policies(values: list[str]) -> list[Policy]:
+    from specsim.step.policy import Policy
 
     items = [x.strip() for v in values for x in v.split(";") if x.strip()]
     if not items:
         raise SpecsimError("--sweep-policies: no policy given")
-    return [SpecPolicy.parse(x, "--sweep-policies") for x in items]
+    return [Policy.parse(x, "--sweep-policies") for x in items]
 
 
 @contextlib.contextmanager
@@ -195,374 +225,3 @@ def _backend(name: str) -> Iterator[None]:
     register_ray()
     with joblib.parallel_config(backend="ray"):
         yield
-
-
-# --- output --------------------------------------------------------------------------------------------
-# Tables are laid out to fit an 80-column terminal as they are: the runs are columns named "off" and "on"
-# (the policy, whatever its length, is named on a line of its own above the table), names are short with
-# their units, and a sweep prints one table per draft and policy with two-line headers.
-
-def _ms(x: float) -> float:
-    return x * 1e3
-
-
-ROWS: tuple[tuple[str, str, Any], ...] = (
-    ("TTFT p50 (ms)", "ttft_s.p50", _ms), ("TTFT p90 (ms)", "ttft_s.p90", _ms), ("TTFT p99 (ms)", "ttft_s.p99", _ms),
-    ("TPOT p50 (ms)", "tpot_s.p50", _ms), ("TPOT p90 (ms)", "tpot_s.p90", _ms), ("TPOT p99 (ms)", "tpot_s.p99", _ms),
-    ("ITL per token p50 (ms)", "itl_token_s.p50", _ms), ("ITL per token p99 (ms)", "itl_token_s.p99", _ms),
-    ("ITL per step p99 (ms)", "itl_step_s.p99", _ms),
-    ("e2e p50 (s)", "e2e_s.p50", None), ("e2e p99 (s)", "e2e_s.p99", None),
-    ("queueing p99 (ms)", "queue_s.p99", _ms),
-    ("output tokens/s", "output_tok_s", None), ("requests/s", "requests_per_s", None),
-    ("goodput (req/s in SLO)", "goodput_rps", None), ("SLO attainment", "slo_attainment", None),
-    ("mean decode batch", "mean_decode_batch", None), ("mean waiting", "mean_waiting", None),
-    ("peak KV (tokens)", "peak_kv_tokens", None), ("tokens per decode step", "tokens_per_decode_step", None),
-    ("preemptions", "preemptions", None), ("rejected", "rejected", None),
-    ("$ per M output tokens", "cost_per_mtok_usd", None),
-)
-
-
-def _get(m: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        m = getattr(m, part)
-    return m
-
-
-def _value(m: Any, dotted: str, scale: Any) -> float | None:
-    v = _get(m, dotted)
-    if v is None:
-        return None
-    v = float(v)
-    if not math.isfinite(v):
-        return None
-    return scale(v) if scale is not None else v
-
-
-def _curve_start_rps(a: Any) -> float:
-    """A rate curve's rate (requests/s) at the hour its run starts (the simulation's t = 0)."""
-    return float(a.rate_at(np.asarray([a.start_hour], dtype=np.float64))[0])
-
-
-def _describe_arrivals(setup: Setup) -> str:
-    from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
-
-    a = setup.traffic.arrivals
-    if isinstance(a, Poisson):
-        return f"Poisson at {a.rate_rps:g} requests/s"
-    if isinstance(a, Gamma):
-        return f"gamma gaps (CV {a.cv:g}) at {a.rate_rps:g} requests/s"
-    if isinstance(a, RateCurve):
-        return (f"rate curve over the day (daily mean {a.mean_rate_rps:.3g} requests/s, gap CV {a.cv:g}) from hour "
-                f"{a.start_hour:g}, where it is {_curve_start_rps(a):.3g} requests/s")
-    if isinstance(a, TraceArrivals):
-        return f"trace {Path(a.trace.source).name} x{a.speedup:g}"
-    return type(a).__name__
-
-
-def outcome_dict(o: Outcome) -> dict[str, Any]:
-    """The JSON record of `specsim simulate --format json`."""
-    from specsim.advise.simulation import mean_lengths
-    from specsim.simulate.capacity import Comparison
-
-    st = o.setup
-    s = st.scenario
-    prompt, output = mean_lengths(st.traffic)
-    kmax = max(1, st.policy.max_k)
-    runs = {("on" if r.policy.enabled else "off"): {"policy": r.policy.label,
-                                                    "kv_capacity_tokens": r.kv_capacity_tokens,
-                                                    **r.metrics.to_dict()} for r in o.runs}
-    comparison = None
-    if o.off is not None and o.on is not None:
-        comparison = {k: v for k, v in Comparison(o.off.metrics, o.on.metrics).to_dict().items()
-                      if k not in ("off", "on")}
-    acceptance = [{"workload": c.name, "share": float(sh), "alphas": [float(a) for a in c.conditional(kmax)],
-                   "tokens_per_step": float(1 + np.cumprod(c.conditional(kmax)).sum()),
-                   "source": src}
-                  for c, sh, src in zip(o.acceptance.classes, o.acceptance.shares, o.acceptance_sources, strict=True)]
-    slo = st.slo
-    replicas = None
-    if o.replicas:
-        replicas = {"target_rate_rps": o.target_rate_rps,
-                    **{("on" if lab != "off" else "off"): rp.to_dict() for lab, rp in o.replicas.items()}}
-    return plain({
-        "scenario": s.name, "hardware": s.hardware.name, "model": s.model.name, "tp": s.tp,
-        "engine": s.engine.name, "draft": st.draft.label if st.policy.enabled else "none",
-        "method": st.draft.method if st.policy.enabled else "none", "policy": st.policy.label,
-        "policy_source": st.policy_source,
-        "traffic": {"arrivals": _describe_arrivals(st), "requests": o.requests.n, "seed": st.seed,
-                    "simulated_rate_rps": o.requests.mean_rate_rps if o.requests.n > 1 else None,
-                    "mean_prompt_tokens": prompt, "mean_output_tokens": output},
-        "acceptance": acceptance,
-        "serving": {"max_num_seqs": st.limits.max_num_seqs,
-                    "max_num_batched_tokens": st.limits.max_num_batched_tokens,
-                    "kv_capacity_tokens": {r.policy.label: r.kv_capacity_tokens for r in o.runs},
-                    "kv_source": "scenario" if st.limits.kv_capacity_tokens is not None else "memory model",
-                    "slo": None if slo is None else {"ttft_ms": slo.ttft_s * 1e3, "tpot_ms": slo.tpot_s * 1e3,
-                                                     "percentile": slo.percentile},
-                    "gpus_per_replica": st.gpus_per_replica, "gpu_hour_usd": s.gpu_hour_usd},
-        "runs": runs, "comparison": comparison, "replicas": replicas, "notes": list(st.notes),
-    })
-
-
-def _run_name(r: Any) -> str:
-    """A run's column: "off" or "on" (the policy itself is named above the table)."""
-    return "on" if r.policy.enabled else "off"
-
-
-def _is_count(v: Any) -> bool:
-    return isinstance(v, int | np.integer) and not isinstance(v, bool)
-
-
-def _metric_rows(o: Outcome) -> tuple[list[str], list[list[Any]]]:
-    cols = ["quantity", *(_run_name(r) for r in o.runs)]
-    if o.off is not None and o.on is not None:
-        cols.append("on / off")
-    rows = []
-    for name, dotted, scale in ROWS:
-        vals = [_value(r.metrics, dotted, scale) for r in o.runs]
-        if all(v is None for v in vals):
-            continue
-        if dotted == "slo_attainment":
-            vals = [None if v is None else round(100 * v, 2) for v in vals]
-            name = "SLO attainment (%)"
-        ratio = None
-        if len(cols) > len(o.runs) + 1:
-            a, b = vals
-            ratio = None if a is None or b is None or a == 0 else b / a
-        shown: list[Any] = list(vals)
-        if scale is None and all(_is_count(_get(r.metrics, dotted)) for r in o.runs):  # counts: 131,281, not .0
-            shown = [None if v is None else f"{round(v):,}" for v in vals]
-        row: list[Any] = [name, *shown]
-        if len(cols) > len(o.runs) + 1:
-            row.append(ratio)
-        rows.append(row)
-    return cols, rows
-
-
-def _replica_rows(o: Outcome) -> tuple[list[str], list[list[Any]]]:
-    """Replicas for the target rate, one column per run (off, on), one row per quantity."""
-    runs = [r for r in o.runs if r.policy.label in o.replicas]
-    plans = [o.replicas[r.policy.label] for r in runs]
-    cols = ["quantity", *(_run_name(r) for r in runs)]
-    rows: list[list[Any]] = [
-        ["replicas", *(rp.replicas for rp in plans)],
-        ["GPUs", *(rp.gpus for rp in plans)],
-        ["meets the SLO", *(rp.meets_slo for rp in plans)],
-        ["TTFT p99 per replica (ms)", *(rp.per_replica.ttft_s.p99 * 1e3 for rp in plans)],
-        ["TPOT p99 per replica (ms)", *(rp.per_replica.tpot_s.p99 * 1e3 for rp in plans)],
-        ["$ per M output tokens", *(rp.cost_per_mtok_usd for rp in plans)],
-    ]
-    return cols, rows
-
-
-def _head_lines(o: Outcome, data: dict[str, Any]) -> tuple[str, list[str]]:
-    """The title and what each column ran: "off" and "on" (draft, policy and where the policy came from),
-    then the traffic."""
-    st = o.setup
-    s = st.scenario
-    head = f"{s.name}: {s.model.name} on {s.tp}x {s.hardware.name} ({s.engine.name})"
-    lines = []
-    if o.off is not None:
-        lines.append("off: no speculation" + (f" (policy from {st.policy_source})" if o.on is None else ""))
-    if o.on is not None:
-        lines.append(f"on: {data['draft']}, policy {o.on.policy.label} (from {st.policy_source})")
-    rate = data["traffic"]["simulated_rate_rps"]
-    lines.append(f"traffic: {o.requests.n:,} requests, {data['traffic']['arrivals']}"
-                 + (f"; {rate:.3g} requests/s simulated" if rate else "") + f"; seed {st.seed}")
-    return head, lines
-
-
-def _emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
-    data = outcome_dict(o)
-    if fmt == "json":
-        print_json(data)
-        return
-    if fmt == "csv":
-        from specsim.simulate.sweep import metrics_row
-
-        records: list[dict[str, Any]] = []
-        for r in o.runs:
-            row = {"policy": r.policy.label, "draft": data["draft"] if r.policy.enabled else "none",
-                   "requests": o.requests.n, "seed": o.setup.seed, "kv_capacity_tokens": r.kv_capacity_tokens,
-                   **metrics_row(r.metrics)}
-            rp = o.replicas.get(r.policy.label)
-            if rp is not None:
-                row.update({"target_rate_rps": rp.target_rate_rps, "replicas": rp.replicas,
-                            "replicas_meet_slo": rp.meets_slo, "replicas_gpus": rp.gpus,
-                            "replicas_cost_per_mtok_usd": rp.cost_per_mtok_usd})
-            records.append(row)
-        emit(pd.DataFrame(records), "csv")
-        return
-    st = o.setup
-    head, top = _head_lines(o, data)
-    cols, rows = _metric_rows(o)
-    title = "speculation off and on" if len(o.runs) > 1 else "simulation"
-    rep_title = f"replicas for {o.target_rate_rps or 0:g} requests/s"  # narrower than its table: not wrapped
-    lines: list[str] = []
-    acc = ", ".join(f"{c['workload']} {c['share']:.0%}: {c['tokens_per_step']:.2f} tokens/step at k = "
-                    f"{max(1, st.policy.max_k)}" for c in data["acceptance"]) if st.policy.enabled else ""
-    kv = ", ".join(f"{_run_name(r)} {r.kv_capacity_tokens:,}" for r in o.runs)
-    lines.append(f"KV capacity (tokens, {data['serving']['kv_source']}): {kv}")
-    if acc:
-        lines.append(f"acceptance per request: {acc}")
-    if timeseries is not None:
-        lines.append(f"wrote {timeseries}: batch, running, waiting and KV tokens over time per policy")
-    if fmt == "markdown":
-        out = [f"**{head}**", "", *(line + "  " for line in top), "", markdown_table(cols, rows)]
-        if o.replicas:
-            out += [f"{rep_title[0].upper()}{rep_title[1:]}:", "", markdown_table(*_replica_rows(o))]
-        out += [line + "  " for line in lines] + [f"> {n}" for n in st.notes]
-        sys.stdout.write("\n".join(out) + "\n")
-        return
-    con = console()
-    con.print(head, style="bold", markup=False)
-    for line in top:
-        con.print(line, markup=False)
-    print_rows_table(title, cols, rows)
-    if o.replicas:
-        print_rows_table(rep_title, *_replica_rows(o))
-    for line in lines:
-        con.print(line, markup=False)
-    for note in st.notes:
-        con.print(f"note: {note}", style="yellow", markup=False)
-
-
-def _timeseries_frame(o: Outcome) -> pd.DataFrame:
-    parts = []
-    for r in o.runs:
-        ts = r.metrics.timeseries
-        if ts is None:
-            continue
-        parts.append(pd.DataFrame({"policy": r.policy.label, "time_s": ts.time_s, "bin_s": ts.bin_s,
-                                   "decode_batch": ts.decode_batch, "running": ts.running, "waiting": ts.waiting,
-                                   "kv_tokens": ts.kv_tokens}))
-    return pd.concat(parts, ignore_index=True)
-
-
-# A sweep's table columns: (frame column, scale, header at the terminal (two lines), header in Markdown).
-# "arrived" is not a frame column: the mean arrival rate of the requests each rate simulated (`_arrived`).
-SWEEP_COLUMNS: tuple[tuple[str, float, str, str], ...] = (
-    ("rate_rps", 1.0, "rate\nreq/s", "rate (req/s)"),
-    ("arrived", 1.0, "arrived\nreq/s", "arrived (req/s)"),
-    ("ttft_p99_s", 1e3, "TTFT\np99 ms", "TTFT p99 (ms)"),
-    ("tpot_p50_s", 1e3, "TPOT\np50 ms", "TPOT p50 (ms)"),
-    ("tpot_p99_s", 1e3, "TPOT\np99 ms", "TPOT p99 (ms)"),
-    ("output_tok_s", 1.0, "output\ntok/s", "output (tokens/s)"),
-    ("goodput_rps", 1.0, "goodput\nreq/s", "goodput (req/s in SLO)"),
-    ("cost_per_mtok_usd", 1.0, "$ per M\ntokens", "$ per M output tokens"),
-)
-
-
-def _sig(v: Any, digits: int = 4) -> str | None:
-    """A number to `digits` significant figures (at least its integer part, thousands separated); None for a
-    missing one."""
-    if v is None:
-        return None
-    x = float(v)
-    if not math.isfinite(x):
-        return None
-    if x == 0:
-        return "0"
-    decimals = min(8, max(0, digits - 1 - math.floor(math.log10(abs(x)))))
-    return f"{x:,.{decimals}f}"
-
-
-def _rate_axis(rates: list[float] | None) -> list[float | None]:
-    """The swept rates, or [None]: the traffic's own (as `run.sweep_cases`)."""
-    return list(rates) if rates else [None]
-
-
-def _rate_of(setup: Setup, rate: float | None) -> tuple[float, Any]:
-    """(the rate a sweep's row is labelled with, the traffic it simulated): as `run.sweep_cases` builds them."""
-    traffic = setup.traffic if rate is None else setup.traffic.with_rate(rate)
-    return float(traffic.mean_rate_rps if rate is None else rate), traffic
-
-
-def _arrived(setup: Setup, rates: list[float] | None) -> dict[float, float | None]:
-    """The mean arrival rate of the requests each swept rate simulated (the same seeded requests the sweep
-    generated), by the rate its rows carry."""
-    from specsim.scenario.traffic import generate_requests
-
-    out: dict[float, float | None] = {}
-    for rate in _rate_axis(rates):
-        label, traffic = _rate_of(setup, rate)
-        req = generate_requests(traffic, setup.seed)
-        out[label] = req.mean_rate_rps if req.n > 1 else None
-    return out
-
-
-def _rate_notes(setup: Setup, rates: list[float] | None) -> list[str]:
-    """What the rate column means for this traffic, and what 'arrived' is: a rate curve is scaled to each
-    rate as its daily mean (`Traffic.with_rate`), so the run, which starts at the curve's start hour, sees
-    the curve's rate there, scaled alike."""
-    from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
-
-    a = setup.traffic.arrivals
-    arrived = "arrived: the mean arrival rate of the requests simulated at that rate"
-    if isinstance(a, RateCurve):
-        factor = _curve_start_rps(a) / a.mean_rate_rps
-        shown = [_rate_of(setup, r)[0] for r in _rate_axis(rates)]
-        at = ", ".join(f"rate {r:g}: {r * factor:.3g} requests/s" for r in shown)
-        return [f"rate: the daily mean of the scenario's rate curve (the whole curve is scaled to it). The run "
-                f"starts at hour {a.start_hour:g}, where the curve is at {factor:.3g}x its daily mean "
-                f"({at}), and follows the curve from there.", arrived]
-    if isinstance(a, Poisson):
-        what = "the mean arrival rate (Poisson arrivals)"
-    elif isinstance(a, Gamma):
-        what = f"the mean arrival rate (gamma gaps, CV {a.cv:g})"
-    elif isinstance(a, TraceArrivals):
-        what = (f"the trace {Path(a.trace.source).name} sped up to this mean rate over the whole trace "
-                f"(its own: {a.trace.mean_rate_rps:.3g} requests/s)")
-    else:
-        what = "the mean arrival rate"
-    return [f"rate: {what}", arrived]
-
-
-def _sweep_groups(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The sweep's rows by draft and policy, in the order they first appear: (title, rows)."""
-    keys = list(dict.fromkeys(zip(frame["draft"], frame["policy"], strict=True)))
-    out = []
-    for draft, pol in keys:
-        part = frame[(frame["draft"] == draft) & (frame["policy"] == pol)]
-        out.append(("off (no speculation)" if pol == "off" else f"{draft}, policy {pol}", part))
-    return out
-
-
-def _emit_sweep(setup: Setup, frame: pd.DataFrame, fmt: str, rates: list[float] | None) -> None:
-    if fmt in ("csv", "json"):
-        emit(frame, fmt)
-        return
-    view = frame.copy()
-    arrived = _arrived(setup, rates)
-    view["arrived"] = [arrived.get(float(r)) for r in view["rate_rps"]]
-    shown = [c for c in SWEEP_COLUMNS if c[0] in view.columns and view[c[0]].notna().any()]
-    s = setup.scenario
-    n = setup.traffic.num_requests
-    title = (f"{s.name}: {len(frame)} simulations, {f'{n:,}' if n else 'all'} requests each, seed "
-             f"{setup.seed}")
-    notes = _rate_notes(setup, rates)
-    if fmt == "markdown":
-        cols = [shown[0][3], "draft", "policy", *(c[3] for c in shown[1:])]
-        rows = [[r[shown[0][0]], r["draft"], r["policy"], *(_scaled(r[c[0]], c[1]) for c in shown[1:])]
-                for _, r in view.iterrows()]
-        sys.stdout.write(f"**{title}**\n\n" + markdown_table(cols, rows, text_columns=3) + "\n"
-                         + "".join(f"{line}  \n" for line in notes))
-        return
-    con = console()
-    con.print(title, style="bold", markup=False)
-    for name, part in _sweep_groups(view):
-        rows = [[_sig(_scaled(r[c[0]], c[1])) if c[0] != "rate_rps" else f"{float(r[c[0]]):g}" for c in shown]
-                for _, r in part.iterrows()]
-        print_rows_table(name, [c[2] for c in shown], rows, text_columns=0)
-    for line in notes:
-        con.print(line, markup=False)
-
-
-def _scaled(v: Any, scale: float) -> float | None:
-    if v is None:
-        return None
-    x = float(v)
-    return x * scale if math.isfinite(x) else None
-
-
-__all__ = ["outcome_dict", "simulate"]

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import typer
 
-from specsim.acceptance.chain import (
-    MEAN_LENGTH_CONVENTION,
-    AcceptanceProfile,
-    alpha_from_mean_tokens,
-    check_k,
-    check_rates,
-)
-from specsim.acceptance.metrics import load_acceptance
-from specsim.acceptance.trees import Tree, TreeSpec, chain, load_tree, sibling_probs_hazard
+from specsim.acceptance.chain import MEAN_LENGTH_CONVENTION
 from specsim.cli._format import (
     check_format,
     emit,
@@ -41,238 +32,153 @@ from specsim.cli._options import (
 )
 from specsim.cli._options import weight_dtype as resolve_weight_dtype
 from specsim.cli.main import app
-from specsim.cost.costmodel import describe as cost_model_label
-from specsim.engines.profile import load_engine
 from specsim.errors import EXIT_CHECK_FAILED, SpecsimError
-from specsim.step.economics import StepMetrics, ratio_step_metrics
 
-ABSTRACT_NOTE = (
-    "abstract cost model (seed chapter): target step = T, draft step = c*T, verification = one "
-    "target step{ridge}; times in ms with T = {t:g} ms"
-)
+if TYPE_CHECKING:
+    from specsim.advise.evaluate import RatioStep, RealStep, StepResult
 
 
-@dataclass(frozen=True)
-class _Config:
-    """What `evaluate` resolved from its options."""
-
-    profile: AcceptanceProfile | None
-    tree: Tree
-    tree_probs: np.ndarray | None
-    is_chain: bool
+def _metric_values(r: StepResult) -> dict[str, float]:
+    return {key: float(np.asarray(value)) for key, value in r.metrics.as_dict().items()}
 
 
-def _profile(
-    alpha: float | None, alphas: str | None, acceptance: Path | None, k: int | None
-) -> AcceptanceProfile | None:
-    given = [x is not None for x in (alpha, alphas, acceptance)]
-    if sum(given) > 1:
-        raise SpecsimError("give only one of --alpha, --alphas, --acceptance")
-    if alpha is not None:
-        check_rates(alpha, "--alpha")
-        return AcceptanceProfile.from_alpha(alpha)
-    if alphas is not None:
-        rates = parse_float_list(alphas, "--alphas")
-        check_rates(rates, "--alphas")
-        return AcceptanceProfile.from_alphas(rates)
-    if acceptance is not None:
-        return load_acceptance(acceptance, k)
-    return None
+def _note(r: StepResult) -> str:
+    return f"{r.cost_source}\ntokens_per_step: {MEAN_LENGTH_CONVENTION}"
 
 
-def _resolve(
-    alpha: float | None,
-    alphas: str | None,
-    acceptance: Path | None,
-    k: int | None,
-    tree_file: Path | None,
-    sibling_probs: str | None,
-) -> _Config:
-    if k is not None:
-        check_k(k, "--k")
-    if k is not None and tree_file is not None:
-        raise SpecsimError("give either --k (a chain) or --tree FILE, not both")
-    profile = _profile(alpha, alphas, acceptance, k)
-    if tree_file is not None:
-        spec: TreeSpec = load_tree(tree_file)
-        probs = spec.probs
-        if probs is None and sibling_probs is not None:
-            probs = np.asarray(parse_float_list(sibling_probs, "--sibling-probs"))
-        if probs is None:
-            if profile is None:
-                raise SpecsimError(
-                    "a tree needs acceptance: an 'acceptance' table in the tree file, "
-                    "--sibling-probs, or --alpha/--alphas/--acceptance"
-                )
-            depth_rates = profile.rates_for(max(spec.tree.depth, 1))
-            probs = sibling_probs_hazard(depth_rates, int(spec.tree.ranks.max(initial=0)) + 1)
-        return _Config(profile, spec.tree, probs, False)
-    if sibling_probs is not None:
-        raise SpecsimError("--sibling-probs applies to --tree only")
-    if profile is None:
-        raise SpecsimError("give the acceptance: --alpha A, --alphas a1,a2,.. or --acceptance FILE")
-    if k is None:
-        if profile.max_k is None:
-            raise SpecsimError("give the draft length --k K (or a --tree FILE)")
-        k = profile.max_k
-    return _Config(profile, chain(k), None, True)
+def _render_ratio(r: RatioStep, fmt: str) -> None:
+    """The ratio route's answer: a (quantity, value) table, or a flat mapping in `fmt`."""
+    metrics = _metric_values(r)
+    if fmt != "table":
+        chain_rates = {} if r.chain_rates is None else {"alpha_per_position": list(r.chain_rates)}
+        emit_mapping({**metrics, "k": r.k, "tree_nodes": r.tree.num_nodes, "tree_depth": r.tree.depth,
+                      "verify_tokens": r.verify_tokens, "batch": r.batch, "context": r.context,
+                      "acceptance": r.acceptance, "cost_source": r.cost_source,
+                      "convention": MEAN_LENGTH_CONVENTION, **chain_rates}, fmt)
+        return
+    shape = f"chain k={r.k}" if r.is_chain else f"tree of {r.tree.num_nodes} nodes, depth {r.tree.depth}"
+    rows: list[tuple[str, object]] = list(metrics.items())
+    rows += [("verify tokens per pass", r.verify_tokens), ("acceptance", r.acceptance)]
+    print_kv_table(f"speculative step: {shape}, batch {r.batch}", rows, note=_note(r))
 
 
-def _real_cost_route(
-    hardware: str,
-    model: str,
-    draft: str,
-    profile: AcceptanceProfile | None,
-    k: int | None,
-    tree_file: Path | None,
-    sibling_probs: str | None,
-    batch: int,
-    context: int,
-    overhead_time_s: float,
-    setup: dict[str, Any],
-) -> tuple[StepMetrics, str, dict[str, Any]]:
-    """The roofline cost route: the same `speculate.config_metrics` that `specsim plan` uses.
+def _render_real(r: RealStep, fmt: str) -> None:
+    """The roofline route's answer, with the memory it needs per GPU."""
+    metrics = _metric_values(r)
+    if fmt != "table":
+        note = {} if r.acceptance_note is None else {"acceptance_note": r.acceptance_note}
+        emit_mapping({**metrics, "draft": r.draft, "method": r.method, "engine": r.engine,
+                      "acceptance": r.acceptance, **note, "memory_gib_per_gpu": r.memory_gib,
+                      "memory_capacity_gib": r.capacity_gib, "fits_memory": r.fits_memory, "k": r.k,
+                      "cost_model": r.cost_model, "batch": r.batch, "context": r.context, "tp": r.tp,
+                      "cost_source": r.cost_source, "convention": MEAN_LENGTH_CONVENTION}, fmt)
+        return
+    rows: list[tuple[str, object]] = list(metrics.items())
+    rows += [("memory per GPU (GiB)", f"{r.memory_gib:.1f} of {r.capacity_gib:.1f}"), ("acceptance", r.acceptance)]
+    print_kv_table(f"speculative step: {r.draft} k={r.k}, batch {r.batch}, context {r.context}", rows,
+                   note=_note(r))
 
-    --draft is a method (eagle3, ngram, mtp, medusa, lookahead, ...) or a catalogue model (a draft
-    model). Without --alpha/--alphas/--acceptance the draft's published prior is used.
-    """
-    from specsim.cost.hardware import load_hardware
-    from specsim.cost.model import load_model
-    from specsim.drafts.build import make_draft
-    from specsim.step.evaluate import Target, bundled_engine, config_metrics, memory_per_gpu
 
-    hw = load_hardware(hardware)
-    if setup.get("cost_model") is not None:
-        hw = hw.with_cost_model(setup["cost_model"])
-    target = Target(hw, load_model(model), setup["tp"], setup["weight_dtype"],
-                    setup["kv_dtype"], engine=bundled_engine(setup["engine"]) if "/" not in setup["engine"]
-                    and not setup["engine"].endswith((".yaml", ".yml")) else load_engine(setup["engine"]))
-    target.model.check_tp(setup["tp"], "--tp")
-    spec: dict[str, Any] = {"method": draft}
-    for key in ("draft_tp", "topk", "num_draft_tokens"):
-        if setup.get(key) is not None:
-            spec[key] = setup[key]
-    d = make_draft(spec, target.model, "--draft")
-    if profile is not None:
-        d = dataclasses.replace(d, acceptance=profile)
-    tokens = verify_q = None
-    if tree_file is not None:
-        if k is not None:
-            raise SpecsimError("give either --k (a chain) or --tree FILE, not both")
-        tspec = load_tree(tree_file)
-        probs = tspec.probs
-        if probs is None and sibling_probs is not None:
-            probs = np.asarray(parse_float_list(sibling_probs, "--sibling-probs"))
-        if probs is None:
-            ranks = int(tspec.tree.ranks.max(initial=0)) + 1
-            probs = sibling_probs_hazard(d.rates(max(tspec.tree.depth, 1)), ranks)
-        tokens = float(tspec.tree.expected_tokens(probs))
-        verify_q = float(tspec.tree.num_verify_tokens)
-        k = tspec.tree.depth
-    if k is None:
-        raise SpecsimError("give the draft length --k K (or a --tree FILE)")
-    check_k(k, "--k")
-    tau = setup.get("acceptance_length")
-    if tau is not None:
-        if tree_file is not None:
-            raise SpecsimError("give either --acceptance-length or a --tree's acceptance, not both")
-        q = float(d.verify_tokens_per_seq(k)) if k else 1.0
-        if not 1.0 <= tau <= q:
-            raise SpecsimError(f"--acceptance-length must lie in [1, {q:g}] at this draft shape (tokens per "
-                               f"verification step including the bonus token), got {tau:g}")
-        tokens = tau
-    mem = memory_per_gpu(target, d, k, batch, context)
-    if not bool(np.all(mem.fits)):
-        gib = mem.to_dict()
-        base = memory_per_gpu(target, make_draft("none", target.model), 0, batch, context)
-        why = ("even without speculation" if not bool(np.all(base.fits))
-               else f"with {d.label} at k={k} (plain decoding needs {float(base.total) / 2**30:.1f} GiB)")
-        need, cap = float(gib["total_gib"]), float(gib["capacity_gib"])
-        raise SpecsimError(f"does not fit: {need:.1f} GiB needed of {cap:.1f} GiB per GPU for {target.model.name} "
-                           f"on {setup['tp']}x {target.hardware.name} at batch {batch}, context {context}, "
-                           f"{setup['weight_dtype']} weights, {why}; lower --batch or --context, raise --tp, or use "
-                           "--weight-dtype fp8 / --kv-dtype fp8")
-    m = config_metrics(target, d, k, batch, context, tokens_per_step=tokens, verify_tokens_per_seq=verify_q,
-                       extra_overhead_s=overhead_time_s)
-    info = {"draft": d.label, "method": d.method, "engine": target.engine.name,
-            "acceptance": "measured acceptance length" if tau is not None else d.acceptance.source,
-            **({"acceptance_note": d.acceptance.note} if d.acceptance.note and tau is None else {}),
-            "memory_gib_per_gpu": float(mem.total) / 2**30, "memory_capacity_gib": float(mem.capacity) / 2**30,
-            "fits_memory": bool(mem.fits),
-            "k": k, "cost_model": cost_model_label(target.hardware)}
-    note = (f"{cost_model_label(target.hardware)} cost model: {target.model.name} on {setup['tp']}x "
-            f"{target.hardware.name} as {target.engine.name} runs it, draft {d.label} "
-            f"({d.method}), acceptance "
-            + ("measured (--acceptance-length)" if tau is not None else d.acceptance.source
-               + (f"; {d.acceptance.note}" if d.acceptance.note else "")))
-    return m, note, info
+_Alpha = Annotated[float | None, typer.Option("--alpha", help="i.i.d. acceptance rate in [0, 1]")]
+_Alphas = Annotated[
+    str | None, typer.Option("--alphas", help="conditional per-position rates a1,a2,.. (Medusa-style decay)")
+]
+_Acceptance = Annotated[
+    Path | None,
+    typer.Option(
+        "--acceptance",
+        help="Prometheus /metrics scrape (vLLM, SGLang, TRT-LLM), histogram CSV or YAML/JSON acceptance file",
+    ),
+]
+_K = Annotated[int | None, typer.Option("--k", help="draft length (tokens drafted per step)")]
+_TreeFile = Annotated[
+    Path | None, typer.Option("--tree", help="draft tree file: YAML/JSON {parents: [...], acceptance: [[..]]}")
+]
+_SiblingProbs = Annotated[
+    str | None,
+    typer.Option("--sibling-probs", help="tree acceptance by sibling rank p1,p2,.. (Sequoia vector), every depth"),
+]
+_DraftCostRatio = Annotated[
+    float | None, typer.Option("--draft-cost-ratio", "-c", help="draft step cost / target step cost (seed's c)")
+]
+_TargetStepMs = Annotated[
+    float,
+    typer.Option("--target-step-ms", help="target step time T for --draft-cost-ratio (default 1: times in units of T)"),
+]
+_RidgeTokens = Annotated[
+    float | None,
+    typer.Option(
+        "--ridge-tokens",
+        help="with -c: tokens per pass where the target turns compute-bound "
+        "(verification then costs T x tokens / ridge); default: never",
+    ),
+]
+_OverheadMs = Annotated[
+    float, typer.Option("--overhead-ms", help="fixed per-step cost of speculation (rejection sampling, KV rollback)")
+]
+_Hardware = Annotated[str | None, typer.Option("--hardware", "-H", help="hardware profile")]
+_Model = Annotated[str | None, typer.Option("--model", "-m", help="target model")]
+_Draft = Annotated[
+    str | None, typer.Option("--draft", "-d", help="draft method (eagle3, ngram, mtp, ...) or draft model name")
+]
+_Tp = Annotated[int, typer.Option("--tp", help="target tensor-parallel degree")]
+_DraftTp = Annotated[int | None, typer.Option("--draft-tp", help="draft model's TP degree")]
+_Topk = Annotated[int | None, typer.Option("--topk", help="EAGLE/Medusa tree expansion per level")]
+_NumDraftTokens = Annotated[int | None, typer.Option("--num-draft-tokens", help="tree budget (nodes) with --topk > 1")]
+_Engine = Annotated[str, typer.Option("--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | "
+                                      "a version (specsim engines list) or a YAML path")]
+_AcceptanceLength = Annotated[float | None, typer.Option(
+    "--acceptance-length", help="measured mean acceptance length: tokens per verification step incl. the bonus "
+    "token, as vLLM / SGLang print it")]
+_Grid = Annotated[Path | None, typer.Option(
+    "--grid", help="CSV with one configuration per row, columns named as these flags; adds the outputs")]
+_Output = Annotated[Path | None, typer.Option("--output", "-o", help="with --grid: CSV to write")]
+
+
+def _check_cost_options(real: bool, draft_cost_ratio: float | None, target_step_ms: float,
+                        ridge_tokens: float | None, cost_model: str | None) -> None:
+    """One cost source: --draft-cost-ratio (its numbers in range) or --hardware/--model/--draft."""
+    if real and draft_cost_ratio is not None:
+        raise SpecsimError("give either --draft-cost-ratio or --hardware/--model/--draft, not both")
+    if not real and draft_cost_ratio is None:
+        raise SpecsimError("give a cost source: --draft-cost-ratio C, or --hardware H --model M --draft D")
+    if not real and cost_model is not None:
+        raise SpecsimError("--cost-model prices a real step: give it with --hardware/--model/--draft")
+    if draft_cost_ratio is not None and not 0 <= draft_cost_ratio < float("inf"):
+        raise SpecsimError(f"--draft-cost-ratio must be a finite number >= 0, got {draft_cost_ratio:g}")
+    if not 0 < target_step_ms < float("inf"):
+        raise SpecsimError(f"--target-step-ms must be a finite number > 0, got {target_step_ms:g}")
+    if ridge_tokens is not None and not 0 < ridge_tokens < float("inf"):
+        raise SpecsimError(f"--ridge-tokens must be > 0, got {ridge_tokens:g}")
 
 
 @app.command()
 def evaluate(
-    alpha: Annotated[float | None, typer.Option("--alpha", help="i.i.d. acceptance rate in [0, 1]")] = None,
-    alphas: Annotated[
-        str | None, typer.Option("--alphas", help="conditional per-position rates a1,a2,.. (Medusa-style decay)")
-    ] = None,
-    acceptance: Annotated[
-        Path | None,
-        typer.Option(
-            "--acceptance",
-            help="Prometheus /metrics scrape (vLLM, SGLang, TRT-LLM), histogram CSV or YAML/JSON acceptance file",
-        ),
-    ] = None,
-    k: Annotated[int | None, typer.Option("--k", help="draft length (tokens drafted per step)")] = None,
-    tree: Annotated[
-        Path | None, typer.Option("--tree", help="draft tree file: YAML/JSON {parents: [...], acceptance: [[..]]}")
-    ] = None,
-    sibling_probs: Annotated[
-        str | None,
-        typer.Option("--sibling-probs", help="tree acceptance by sibling rank p1,p2,.. (Sequoia vector), every depth"),
-    ] = None,
+    alpha: _Alpha = None,
+    alphas: _Alphas = None,
+    acceptance: _Acceptance = None,
+    k: _K = None,
+    tree: _TreeFile = None,
+    sibling_probs: _SiblingProbs = None,
     batch: Batch = 1,
     context: Context = 1024,
-    draft_cost_ratio: Annotated[
-        float | None, typer.Option("--draft-cost-ratio", "-c", help="draft step cost / target step cost (seed's c)")
-    ] = None,
-    target_step_ms: Annotated[
-        float,
-        typer.Option(
-            "--target-step-ms", help="target step time T for --draft-cost-ratio (default 1: times in units of T)"
-        ),
-    ] = 1.0,
-    ridge_tokens: Annotated[
-        float | None,
-        typer.Option(
-            "--ridge-tokens",
-            help="with -c: tokens per pass where the target turns compute-bound "
-            "(verification then costs T x tokens / ridge); default: never",
-        ),
-    ] = None,
-    overhead_ms: Annotated[
-        float,
-        typer.Option("--overhead-ms", help="fixed per-step cost of speculation (rejection sampling, KV rollback)"),
-    ] = 0.0,
-    hardware: Annotated[str | None, typer.Option("--hardware", "-H", help="hardware profile")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="target model")] = None,
-    draft: Annotated[
-        str | None, typer.Option("--draft", "-d", help="draft method (eagle3, ngram, mtp, ...) or draft model name")
-    ] = None,
-    tp: Annotated[int, typer.Option("--tp", help="target tensor-parallel degree")] = 1,
-    draft_tp: Annotated[int | None, typer.Option("--draft-tp", help="draft model's TP degree")] = None,
+    draft_cost_ratio: _DraftCostRatio = None,
+    target_step_ms: _TargetStepMs = 1.0,
+    ridge_tokens: _RidgeTokens = None,
+    overhead_ms: _OverheadMs = 0.0,
+    hardware: _Hardware = None,
+    model: _Model = None,
+    draft: _Draft = None,
+    tp: _Tp = 1,
+    draft_tp: _DraftTp = None,
     weight_dtype_: WeightDtype = None,
     kv_dtype: KvDtype = "bf16",
-    topk: Annotated[int | None, typer.Option("--topk", help="EAGLE/Medusa tree expansion per level")] = None,
-    num_draft_tokens: Annotated[
-        int | None, typer.Option("--num-draft-tokens", help="tree budget (nodes) with --topk > 1")
-    ] = None,
-    engine: Annotated[str, typer.Option("--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | "
-                                        "a version (specsim engines list) or a YAML path")] = "vllm",
-    acceptance_length: Annotated[float | None, typer.Option(
-        "--acceptance-length", help="measured mean acceptance length: tokens per verification step incl. the bonus "
-        "token, as vLLM / SGLang print it")] = None,
-    grid: Annotated[Path | None, typer.Option(
-        "--grid", help="CSV with one configuration per row, columns named as these flags; adds the outputs")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="with --grid: CSV to write")] = None,
+    topk: _Topk = None,
+    num_draft_tokens: _NumDraftTokens = None,
+    engine: _Engine = "vllm",
+    acceptance_length: _AcceptanceLength = None,
+    grid: _Grid = None,
+    output: _Output = None,
     cost_model: CostModel = None,
     fmt: Fmt = "table",
     dtype_alias: DtypeAlias = None,
@@ -295,99 +201,27 @@ def evaluate(
     weight_dtype = resolve_weight_dtype(weight_dtype_, dtype_alias)
     if not 0 <= overhead_ms < float("inf"):
         raise SpecsimError(f"--overhead-ms must be >= 0, got {overhead_ms:g}")
-    real = any(x is not None for x in (hardware, model, draft))
-    if real and draft_cost_ratio is not None:
-        raise SpecsimError("give either --draft-cost-ratio or --hardware/--model/--draft, not both")
-    if not real and draft_cost_ratio is None:
-        raise SpecsimError("give a cost source: --draft-cost-ratio C, or --hardware H --model M --draft D")
-    if not real and cost_model is not None:
-        raise SpecsimError("--cost-model prices a real step: give it with --hardware/--model/--draft")
-    if draft_cost_ratio is not None and not 0 <= draft_cost_ratio < float("inf"):
-        raise SpecsimError(f"--draft-cost-ratio must be a finite number >= 0, got {draft_cost_ratio:g}")
-    if not 0 < target_step_ms < float("inf"):
-        raise SpecsimError(f"--target-step-ms must be a finite number > 0, got {target_step_ms:g}")
-    if ridge_tokens is not None and not 0 < ridge_tokens < float("inf"):
-        raise SpecsimError(f"--ridge-tokens must be > 0, got {ridge_tokens:g}")
+    _check_cost_options(any(x is not None for x in (hardware, model, draft)), draft_cost_ratio, target_step_ms,
+                        ridge_tokens, cost_model)
+    from specsim.advise.evaluate import Acceptance, EvaluateRequest, RatioCost, RealCost, RealStep, evaluate_step
 
-    if real:
-        if not (hardware and model and draft):
-            raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
-        if alpha is not None:
-            check_rates(alpha, "--alpha")
-        setup = {"tp": tp, "draft_tp": draft_tp, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "topk": topk,
-                 "num_draft_tokens": num_draft_tokens, "engine": engine, "acceptance_length": acceptance_length,
-                 "cost_model": cost_model}
-        if acceptance_length is not None and any(x is not None for x in (alpha, alphas, acceptance)):
-            raise SpecsimError("give one acceptance: --acceptance-length, --alpha, --alphas or --acceptance")
-        profile = _profile(alpha, alphas, acceptance, k)
-        metrics, cost_note, extra = _real_cost_route(hardware, model, draft, profile, k, tree, sibling_probs, batch,
-                                                     context, overhead_ms / 1e3, setup)
-        real_result = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
-        real_info = {**extra, "batch": batch, "context": context, "tp": tp, "cost_source": cost_note,
-                     "convention": MEAN_LENGTH_CONVENTION}
-        if fmt != "table":
-            emit_mapping({**real_result, **real_info}, fmt)
-            return
-        rows: list[tuple[str, Any]] = [(key, value) for key, value in real_result.items()]
-        rows += [("memory per GPU (GiB)", f"{extra['memory_gib_per_gpu']:.1f} of {extra['memory_capacity_gib']:.1f}"),
-                 ("acceptance", extra["acceptance"])]
-        print_kv_table(f"speculative step: {extra['draft']} k={extra['k']}, batch {batch}, context {context}", rows,
-                       note=cost_note + "\n" + "tokens_per_step: " + MEAN_LENGTH_CONVENTION)
-        return
-    if acceptance_length is not None:
-        if k is None:
-            raise SpecsimError("--acceptance-length needs the draft length --k K")
-        if not 1.0 <= acceptance_length <= k + 1:
-            raise SpecsimError(f"--acceptance-length must lie in [1, k+1] = [1, {k + 1}], got {acceptance_length:g}")
-        alpha = float(alpha_from_mean_tokens(acceptance_length, k)) if k else 0.0
-    cfg = _resolve(alpha, alphas, acceptance, k, tree, sibling_probs)
-    t = cfg.tree
-    if cfg.is_chain:
-        assert cfg.profile is not None
-        tokens = float(cfg.profile.mean_tokens(t.num_nodes))
+    cost: RatioCost | RealCost
+    if draft_cost_ratio is not None:
+        cost = RatioCost(draft_cost_ratio, target_step_ms, ridge_tokens)
+    elif hardware and model and draft:
+        cost = RealCost(hardware, model, draft, tp, draft_tp, weight_dtype, kv_dtype, topk, num_draft_tokens, engine,
+                        cost_model)
     else:
-        assert cfg.tree_probs is not None
-        tokens = float(t.expected_tokens(cfg.tree_probs))
-
-    assert draft_cost_ratio is not None
-    metrics = ratio_step_metrics(
-        tokens_per_step=tokens,
-        draft_passes=t.depth,
-        draft_cost_ratio=draft_cost_ratio,
-        batch=batch,
-        verify_tokens_per_seq=t.num_verify_tokens,
-        target_step_time_s=target_step_ms / 1e3,
-        ridge_tokens=ridge_tokens,
-        overhead_time_s=overhead_ms / 1e3,
-    )
-    ridge = "" if ridge_tokens is None else f" up to {ridge_tokens:g} tokens, then x tokens/{ridge_tokens:g}"
-    cost_note = ABSTRACT_NOTE.format(ridge=ridge, t=target_step_ms) + f", c = {draft_cost_ratio:g}"
-
-    result: dict[str, Any] = {key: float(np.asarray(value)) for key, value in metrics.as_dict().items()}
-    info: dict[str, Any] = {
-        "k": t.num_nodes if cfg.is_chain else None,
-        "tree_nodes": t.num_nodes,
-        "tree_depth": t.depth,
-        "verify_tokens": batch * t.num_verify_tokens,
-        "batch": batch,
-        "context": context,
-        "acceptance": cfg.profile.source if cfg.profile is not None else "tree file / --sibling-probs",
-        "cost_source": cost_note,
-        "convention": MEAN_LENGTH_CONVENTION,
-    }
-    if cfg.is_chain and cfg.profile is not None:
-        info["alpha_per_position"] = [float(a) for a in cfg.profile.rates_for(t.num_nodes)]
-    if fmt != "table":
-        emit_mapping({**result, **info}, fmt)
-        return
-    shape = f"chain k={t.num_nodes}" if cfg.is_chain else f"tree of {t.num_nodes} nodes, depth {t.depth}"
-    rows = [(key, value) for key, value in result.items()]
-    rows += [("verify tokens per pass", info["verify_tokens"]), ("acceptance", info["acceptance"])]
-    print_kv_table(
-        f"speculative step: {shape}, batch {batch}",
-        rows,
-        note=f"{cost_note}\ntokens_per_step: {MEAN_LENGTH_CONVENTION}",
-    )
+        raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
+    # the lists are parsed when the application reads them (advise.evaluate.FloatList)
+    rates = None if alphas is None else partial(parse_float_list, alphas, "--alphas")
+    siblings = None if sibling_probs is None else partial(parse_float_list, sibling_probs, "--sibling-probs")
+    result = evaluate_step(EvaluateRequest(cost, Acceptance(alpha, rates, acceptance, acceptance_length), k, tree,
+                                           siblings, batch, context, overhead_ms))
+    if isinstance(result, RealStep):
+        _render_real(result, fmt)
+    else:
+        _render_ratio(result, fmt)
 
 
 @app.command()

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.costmodel import describe
-from specsim.cost.hardware import HardwareProfile
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import Op, PassShape, head_ops, layer_ops, make_shape
 from specsim.cost.roofline import Array

@@ -22,8 +22,11 @@ import numpy as np
 import pandas as pd
 
 from specsim.cost import roofline as rl
+from specsim.cost.attention import attention_time_s
 from specsim.cost.dtypes import WEIGHT_BYTES, canonical, compute_dtype
-from specsim.cost.hardware import HardwareProfile, load_hardware
+from specsim.cost.hardware import load_hardware
+from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.moe import moe_time_s
 from specsim.errors import SpecsimError
 
 COLUMNS = ("op", "device", "dtype", "tokens", "d_in", "d_out", "batch", "context_len", "q_per_seq",
@@ -208,12 +211,12 @@ def predict_part(op: str, a: dict, hw: HardwareProfile) -> np.ndarray:
             return rl.gemm_time_s(a["tokens"], a["d_out"], a["d_in"], hw, a["dtype"], a["wb"], buffer_sets=sets)[0]
         if op == "attention":
             sets = None if np.all(np.isnan(a["buffer_sets"])) else a["buffer_sets"]
-            return rl.attention_time_s(a["batch"], a["q_per_seq"], a["context_len"], a["n_heads"], a["n_kv_heads"],
-                                       a["head_dim"], a["head_dim"], a["kv_tok"], hw, a["dtype"], buffer_sets=sets)[0]
+            return attention_time_s(a["batch"], a["q_per_seq"], a["context_len"], a["n_heads"], a["n_kv_heads"],
+                                    a["head_dim"], a["head_dim"], a["kv_tok"], hw, a["dtype"], buffer_sets=sets)[0]
         if op == "moe":
             sets = None if np.all(np.isnan(a["buffer_sets"])) else a["buffer_sets"]
-            return rl.moe_time_s(a["tokens"], a["d_in"], a["d_out"], a["n_experts"], a["top_k"], hw, a["dtype"],
-                                 a["wb"], ep=a["ep"], balanced=a.get("balanced", False), buffer_sets=sets)[0]
+            return moe_time_s(a["tokens"], a["d_in"], a["d_out"], a["n_experts"], a["top_k"], hw, a["dtype"],
+                              a["wb"], ep=a["ep"], balanced=a.get("balanced", False), buffer_sets=sets)[0]
         if op == "allreduce":
             return rl.allreduce_time_s(a["bytes"], a["world_size"], hw, a["impl"])
         return rl.memory_op_time_s(a["bytes"], hw)

@@ -17,12 +17,14 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from specsim.cost.attention import attention_num_splits
 from specsim.cost.costmodel import CostModel, cost_model
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, compute_dtype, kv_bytes, weight_bytes
-from specsim.cost.hardware import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
+from specsim.cost.hardware_profile import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
 from specsim.cost.memo import ArrayMemo
 from specsim.cost.model import ModelSpec
-from specsim.cost.roofline import Array, attention_num_splits, distinct_experts, moe_routing_bytes
+from specsim.cost.moe import distinct_experts, moe_routing_bytes
+from specsim.cost.roofline import Array
 from specsim.errors import SpecsimError
 
 __all__ = ["ACT_BYTES", "Op", "PassShape", "head_ops", "layer_ops", "make_shape"]
@@ -52,7 +54,7 @@ class Op:
 @dataclass(frozen=True)
 class PassShape:
     """B sequences x q new tokens, each attending to context_len tokens; tp GPUs; dtypes; and the
-    all-reduce implementation the engine runs (hardware.ALLREDUCE_IMPLEMENTATIONS)."""
+    all-reduce implementation the engine runs (hardware_profile.ALLREDUCE_IMPLEMENTATIONS)."""
 
     batch: Array
     q_per_seq: Array
@@ -166,7 +168,7 @@ def _gemm(c: _Ctx, name: str, m: Array, n: float, k: float, groups: ArrayLike = 
 def _moe_gemm(c: _Ctx, name: str, rows: Array, active: Array, n: float, k: float, n_experts: float, inter: float,
               count: int) -> Op:
     """One grouped GEMM of a fused-MoE layer over `active` experts of `rows` rows each (per distinct token
-    count), priced as the GPU's fused-MoE kernel runs it (roofline.moe_gemm_s, as moe_time_s does)."""
+    count), priced as the GPU's fused-MoE kernel runs it (moe.moe_gemm_s, as moe_time_s does)."""
     wb = weight_bytes(c.s.weight_dtype)
     dtype = c.gemm_dtype
     t, comp, mem = c.cm.moe_gemm(c.tokens, rows, active, n, k, n_experts, inter, dtype, wb, ACT_BYTES)
@@ -216,7 +218,7 @@ def _attention_ops(c: _Ctx, count: int) -> list[Op]:
         dqk = dv = float(hd)
     at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, s.context_len, heads, kvh, dqk, dv, kv_tok)
     # Split-KV decode (flash-decoding) adds a combine kernel when the GPU's kernel splits the KV
-    # (roofline.attention_num_splits: units that do not fill the SMs; FA2 only for GQA decode).
+    # (attention.attention_num_splits: units that do not fill the SMs; FA2 only for GQA decode).
     _, splits, _ = attention_num_splits(s.batch, s.q_per_seq, s.context_len, heads, kvh, dqk, c.hw)
     attention = Op("attention", "attention", af, ab, at, ac, am, count, np.where(splits > 1, 2.0, 1.0))
     write_bytes = t_ * kv_tok * 2.0  # KV-cache write (reshape_and_cache): read the new K/V, write the cache
@@ -235,14 +237,14 @@ def _mlp_ops(c: _Ctx, moe: bool, count: int) -> list[Op]:
         return [_gemm(c, "up", t_, branches * inter, h, count=count),
                 _gemm(c, "down", t_, h, inter, count=count)]
     e, k = float(model.n_experts), float(model.top_k)
-    # Expected number of distinct experts T tokens route to (roofline.distinct_experts): the
+    # Expected number of distinct experts T tokens route to (moe.distinct_experts): the
     # "expert tax" that makes verification of B(k+1) tokens read more expert weights than decode.
     distinct = distinct_experts(t_, e, k)
     rows = t_ * k / distinct
     inter = model.moe_intermediate / tp
     act_bytes = moe_routing_bytes(t_, h, inter, k, 1.0, model.gated_mlp, ACT_BYTES)
     fixed = c.cm.moe_fixed(act_bytes, t_ * k * h * ACT_BYTES, distinct)
-    # the fused-MoE grouped GEMMs as roofline.moe_time_s prices them (the GPU's MoE kernel family)
+    # the fused-MoE grouped GEMMs as moe.moe_time_s prices them (the GPU's MoE kernel family)
     up = _moe_gemm(c, "up", rows, distinct, branches * inter, h, e, inter, count)
     down = _moe_gemm(c, "down", rows, distinct, h, inter, e, inter, count)
     # token sort / block alignment, activation and weighted combine (vLLM / SGLang fused_moe)

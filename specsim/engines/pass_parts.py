@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost.forward import FAMILIES, breakdown
-from specsim.cost.hardware import HardwareProfile
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import Op, PassShape, make_shape
 from specsim.cost.roofline import Array

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.forward import ForwardBreakdown, breakdown
-from specsim.cost.hardware import HardwareProfile
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.memo import ArrayMemo
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import make_shape

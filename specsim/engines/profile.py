@@ -11,6 +11,7 @@ Each profile lives in `specsim/engines/data/NAME.yaml`; every number names its s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from specsim.errors import SpecsimError
 from specsim.files import is_file, read_mapping
+from specsim.records import OMIT_NONE
 
 ALLREDUCE_KINDS = ("custom", "nccl_graph", "nccl")
 GRAPH_UNITS = ("tokens", "requests")
@@ -58,7 +60,7 @@ class EagerLoop:
         if method not in self.methods:
             return float("nan")
         ops = self._w(self.methods[method], layers, gqa)
-        if method == "draft_model":
+        if draft_layers:  # a separate draft model: its own dispatches for every token it drafts
             ops += k * self.per_draft_token.weighted(draft_layers, self.view_weight, self.host_weight)
         return ops
 
@@ -99,10 +101,10 @@ class EngineProfile:
     ngram_ns_per_context_token: float  # host n-gram proposer: scan cost per context token
     ngram_empty_drafts: bool  # a request without an n-gram match verifies only its own token (else k + 1)
     sources: dict[str, str] = field(default_factory=dict)
-    source_path: str = ""
+    source_path: str = ""  # the YAML read (`engines show` names it apart from the profile's figures)
     #: Eager research loops only: kernel / view / host-tensor ops per cycle as a + b x layers, measured per
     #: method on the loops' own code (see hf.yaml); None for engines that run graphs.
-    eager_loop: EagerLoop | None = None
+    eager_loop: EagerLoop | None = field(default=None, metadata=OMIT_NONE)
 
     def graph_size(self, units: float) -> float | None:
         """The captured size a batch of `units` pads to, or None when it runs without a graph."""
@@ -112,14 +114,6 @@ class EngineProfile:
             if size >= units:
                 return float(size) if self.graph_padding or size == units else None
         return None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["graph_sizes"] = list(self.graph_sizes)
-        data.pop("source_path")
-        if data.get("eager_loop") is None:
-            data.pop("eager_loop", None)
-        return data
 
 
 NUMBERS = ("graph_launch_us", "eager_op_us", "eager_kernels_per_layer", "eager_kernels_extra", "step_host_us",
@@ -146,7 +140,7 @@ def _path(name_or_path: str | Path) -> Path:
     return path
 
 
-def _resolved(path: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+def _resolved(path: Path, seen: tuple[str, ...] = ()) -> dict[str, object]:
     """The profile mapping with its `base:` chain applied: a version profile states only what differs
     from the engine it extends (its own `sources` entries override the base's)."""
     data = read_mapping(path)
@@ -158,11 +152,12 @@ def _resolved(path: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     return _merge(_resolved(_path(str(base)), (*seen, str(base))), data)
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: Mapping[str, object], over: Mapping[str, object]) -> dict[str, object]:
     """`over` on top of `base`, mappings merged key by key (sources, eager_loop)."""
     out = dict(base)
     for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        old = out.get(key)
+        out[key] = _merge(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
     return out
 
 
@@ -172,7 +167,7 @@ def load_engine(name_or_path: str | Path) -> EngineProfile:
     return parse_engine(_resolved(path), str(path))
 
 
-def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
+def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     """Validate an engine mapping: every field present, typed, in range, and sourced."""
     known = {f.name for f in dataclasses.fields(EngineProfile)} - {"source_path"}
     unknown = set(data) - known
@@ -181,7 +176,7 @@ def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
     missing = sorted(known - set(data) - {"sources", "eager_loop"})
     if missing:
         raise SpecsimError(f"{where}: missing field(s) {missing}")
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # the numbers, flags and kinds, checked (EngineProfile's keyword arguments)
     for key in NUMBERS:
         v = data[key]
         if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0:
@@ -214,21 +209,21 @@ def parse_engine(data: dict[str, Any], where: str) -> EngineProfile:
                          source_path=where, eager_loop=eager, **values)
 
 
-def _pair(value: Any, where: str) -> tuple[float, float]:
+def _pair(value: object, where: str) -> tuple[float, float]:
     if (not isinstance(value, list) or len(value) != 2
             or any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in value)):
         raise SpecsimError(f"{where}: expected [a, b] (ops = a + b x layers, both >= 0), got {value!r}")
     return float(value[0]), float(value[1])
 
 
-def _count(raw: Any, where: str) -> OpCount:
+def _count(raw: object, where: str) -> OpCount:
     if not isinstance(raw, dict) or not {"kernel", "view"} <= set(raw) or set(raw) - {"kernel", "view", "host"}:
         raise SpecsimError(f"{where}: expected {{kernel: [a, b], view: [a, b], host: [a, b]}}, got {raw!r}")
     return OpCount(_pair(raw["kernel"], f"{where}.kernel"), _pair(raw["view"], f"{where}.view"),
                    _pair(raw.get("host", [0, 0]), f"{where}.host"))
 
 
-def _eager_loop(raw: Any, where: str) -> EagerLoop:
+def _eager_loop(raw: object, where: str) -> EagerLoop:
     w = f"{where}: eager_loop"
     need = {"view_weight", "host_weight", "baseline", "loops", "methods", "per_draft_token", "gqa_per_layer",
             "source"}

@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from specsim.drafts.draft import Draft
-from specsim.plan.optimize import solve_concurrency
+from specsim.plan.arrival import solve_concurrency, time_in_batch_s
 from specsim.scenario.scenario import ArrivalLoad
 from specsim.step.evaluate import Target, fits
 
@@ -33,11 +33,11 @@ def max_rate_rps(curve: RateCurve, slo_ms: float, prefill_s: float, output_token
     if i == len(ok) - 1:
         return float(curve.rate_rps[i])  # limited by memory or saturation, not by the SLO
     # Linear interpolation in concurrency N = rate x (prefill + output x tpot) to tpot = slo.
-    n0 = curve.rate_rps[i] * (prefill_s + output_tokens * curve.ms_per_token[i] / 1e3)
-    n1 = curve.rate_rps[i + 1] * (prefill_s + output_tokens * curve.ms_per_token[i + 1] / 1e3)
+    n0 = curve.rate_rps[i] * time_in_batch_s(prefill_s, output_tokens, curve.ms_per_token[i] / 1e3)
+    n1 = curve.rate_rps[i + 1] * time_in_batch_s(prefill_s, output_tokens, curve.ms_per_token[i + 1] / 1e3)
     f = (slo_ms - curve.ms_per_token[i]) / (curve.ms_per_token[i + 1] - curve.ms_per_token[i])
     n_star = n0 + f * (n1 - n0)
-    return float(n_star / (prefill_s + output_tokens * slo_ms / 1e3))
+    return float(n_star / time_in_batch_s(prefill_s, output_tokens, slo_ms / 1e3))
 
 
 def latency_at_rate_ms(t: Target, d: Draft, k: int, a: ArrivalLoad, rate_rps: float) -> float:

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from specsim.acceptance.chain import AcceptanceProfile
-from specsim.cost.hardware import HardwareProfile, load_hardware
+from specsim.cost.hardware import load_hardware
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec, load_model
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
@@ -132,7 +133,7 @@ def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, 
     """(tokens per step, acceptance source) per row: the measured length, else alpha, else the prior."""
     tps = np.full(k.shape, np.nan)
     source = np.full(k.shape, "", dtype=object)
-    plain = (k == 0) | (d.method == "none")
+    plain = (k == 0) | (not d.speculates)
     tps[plain] = 1.0
     source[plain] = "none (plain decoding)"
     given = ~plain & np.isfinite(tau)
@@ -165,7 +166,7 @@ def _evaluate_setup(df: pd.DataFrame, t: Target, d: Draft, out: dict[str, np.nda
     n = len(df)
     error = np.full(n, "", dtype=object)
     k = _numbers(df, "k")
-    if d.method == "none":
+    if not d.speculates:
         k = np.where(np.isnan(k), 0.0, k)
     batch, ctx = _numbers(df, "batch"), _numbers(df, "context")
     for name, arr, lo in (("k", k, 0), ("batch", batch, 1), ("context", ctx, 0)):
@@ -174,7 +175,7 @@ def _evaluate_setup(df: pd.DataFrame, t: Target, d: Draft, out: dict[str, np.nda
                                       df[name].to_numpy()[bad & (error == "")]]
     ok = error == ""
     k, batch, ctx = (np.where(ok, a, 1.0) for a in (k, batch, ctx))
-    q = np.asarray(d.verify_tokens_per_seq(k), dtype=float) if d.method != "none" else np.ones(n)
+    q = np.asarray(d.verify_tokens_per_seq(k), dtype=float) if d.speculates else np.ones(n)
     tps, source = _tokens_per_step(d, k, np.where(k > 0, q, 1.0), _numbers(df, "alpha"),
                                    _numbers(df, "acceptance_length"), error)
     m = step_arrays(t, d, k, batch, ctx, np.where(np.isfinite(tps), tps, 1.0))

@@ -14,7 +14,9 @@ from typing import Any
 
 from specsim.cost.costmodel import describe as cost_model_label
 from specsim.plan.engine_configs import engine_configs
-from specsim.plan.optimize import FIELDS, Plan
+from specsim.plan.result import FIELDS, Plan
+from specsim.records import to_record
+from specsim.step.policy import Segment
 
 NAMES = {"none": "no speculation", "draft_model": "a draft model", "ngram": "prompt lookup (n-gram)",
          "suffix": "suffix decoding", "medusa": "Medusa", "eagle": "EAGLE", "eagle2": "EAGLE-2",
@@ -26,19 +28,25 @@ def _draft(plan: Plan) -> Any:
     return next((d for d in plan.scenario.drafts if d.label == plan.draft_label), None)
 
 
-def _shape(seg: dict[str, Any]) -> str:
-    """'k = 4' for a chain, 'tree topk 4 x 16 nodes, depth 5' for a tree."""
-    if seg.get("num_draft_tokens"):
-        return f"tree topk {seg['topk']} x {seg['num_draft_tokens']} nodes, depth {seg['k']}"
-    return f"k = {seg['k']}"
+def config_text(k: int, topk: int = 1, nodes: int | None = None) -> str:
+    """'k = 4' for a chain, 'tree topk 4 x 16 nodes, depth 5' for a tree, 'off' at k = 0 and 'does not fit'
+    below."""
+    if k < 0:
+        return "does not fit"
+    if not k:
+        return "off"
+    return f"tree topk {topk} x {nodes} nodes, depth {k}" if nodes else f"k = {k}"
 
 
-def segment_label(seg: dict[str, Any]) -> str:
+def _shape(seg: Segment) -> str:
+    return config_text(seg.k, seg.topk, seg.num_draft_tokens)
+
+
+def segment_label(seg: Segment) -> str:
     """One band of a policy as a user reads it: 'batch 2-6: tree topk 4 x 21 nodes, depth 5', 'batch
     36-47: k = 4', 'batch 302-512: off' or '...: does not fit'."""
-    what = "does not fit" if seg["k"] < 0 else _shape(seg) if seg["k"] else "off"
-    span = f"{seg['batch_from']}" if seg["batch_from"] == seg["batch_to"] else f"{seg['batch_from']}-{seg['batch_to']}"
-    return f"batch {span}: {what}"
+    span = f"{seg.batch_from}" if seg.batch_from == seg.batch_to else f"{seg.batch_from}-{seg.batch_to}"
+    return f"batch {span}: {_shape(seg)}"
 
 
 def pays_phrase(ranges: list[tuple[int, int]] | list[list[int]], top: int | None) -> str:
@@ -52,7 +60,7 @@ def pays_phrase(ranges: list[tuple[int, int]] | list[list[int]], top: int | None
 
 def pays_by_draft(plan: Plan) -> dict[str, str]:
     """Each draft's `pays_phrase` over the plan's batch grid."""
-    top = plan.policy[-1]["batch_to"] if plan.policy else None
+    top = plan.policy.top_batch
     return {label: pays_phrase(r, top) for label, r in plan.pays.items()}
 
 
@@ -61,23 +69,23 @@ def band_sentence(plan: Plan) -> str:
     band = plan.band
     if not band:
         return ""
-    lo, hi = band["low"], band["high"]
+    lo, hi = band.low, band.high
     arrival = plan.arrival is not None
     latency = arrival or plan.scenario.objective == "latency"
 
     def fmt(g: float) -> str:
         return f"{g:.2f}x" if latency else f"{(g - 1) * 100:+.0f}%"
 
-    if band["robust"]:
-        return (f"holds across the prior's acceptance band ({fmt(lo['gain'])} at its low end, {fmt(hi['gain'])} at "
+    if band.robust:
+        return (f"holds across the prior's acceptance band ({fmt(lo.gain)} at its low end, {fmt(hi.gain)} at "
                 "its high end)")
     parts = []
     for name, case in (("low", lo), ("high", hi)):
-        if case["method"] != band["central"]["method"]:
-            parts.append(f"at the band's {name} end {NAMES.get(case['method'], case['method'])} would be chosen "
-                         f"({fmt(case['best_gain'])})")
-        elif case["gain"] < 1.0 and band["central"]["method"] != "none":
-            parts.append(f"at the band's {name} end this policy loses ({fmt(case['gain'])})")
+        if case.method != band.central.method:
+            parts.append(f"at the band's {name} end {NAMES.get(case.method, case.method)} would be chosen "
+                         f"({fmt(case.best_gain)})")
+        elif case.gain < 1.0 and band.central.speculates:
+            parts.append(f"at the band's {name} end this policy loses ({fmt(case.gain)})")
     return "depends on acceptance: " + "; ".join(parts) + " - measure first"
 
 
@@ -92,26 +100,27 @@ def recommendation(plan: Plan) -> str:
         a = plan.arrival
         b = plan.buckets[0]
         if b.k == 0:
-            return (f"Do not speculate: at {a['rate_rps']:g} requests/s nothing beats plain decoding"
+            return (f"Do not speculate: at {a.rate_rps:g} requests/s nothing beats plain decoding"
                     f"{tail_band}.")
-        seg = plan.policy[0] if plan.policy else {"k": b.k}
-        return (f"Speculate with {NAMES.get(b.method, b.method)} ({b.draft}), {_shape(seg)}: at the same "
-                f"{a['rate_rps']:g} requests/s, {a['ms_per_token']:.1f} ms/token instead of "
-                f"{a['baseline_ms_per_token']:.1f} ({a['gain_same_rate']:.2f}x; {a['concurrency']:.0f} requests "
-                f"in flight instead of {a['baseline_concurrency']:.0f}); at the same batch "
-                f"({b.rows[0]['batch']}) {a['speedup_same_batch']:.2f}x{tail_band}")
-    on = [seg for seg in plan.policy if seg["k"] > 0]
-    if plan.method == "none" or not on:
+        shape = _shape(plan.policy.schedule[0]) if plan.policy.schedule else f"k = {b.k}"
+        return (f"Speculate with {NAMES.get(b.method, b.method)} ({b.draft}), {shape}: at the same "
+                f"{a.rate_rps:g} requests/s, {a.ms_per_token:.1f} ms/token instead of "
+                f"{a.baseline_ms_per_token:.1f} ({a.gain_same_rate:.2f}x; {a.concurrency:.0f} requests "
+                f"in flight instead of {a.baseline_concurrency:.0f}); at the same batch "
+                f"({b.rows[0].batch}) {a.speedup_same_batch:.2f}x{tail_band}")
+    on = [seg for seg in plan.policy.schedule if seg.k > 0]
+    if not plan.speculates or not on:
         return f"Do not speculate: plain decoding is best for every load bucket{tail_band}."
     d = _draft(plan)
     name = NAMES.get(plan.method, plan.method)
-    if d is not None and d.method == "draft_model" and d.model is not None:
+    if d is not None and d.model is not None:
         name += f" ({d.model.name})"
-    parts = [f"{_shape(seg)} up to batch {seg['batch_to']}" for seg in on]
+    parts = [f"{_shape(seg)} up to batch {seg.batch_to}" for seg in on]
     if len(parts) > 3:  # the lowest-load shape, then where it ends up
-        parts = [parts[0], f"shrinking to {_shape(on[-1])} by batch {on[-1]['batch_to']}"]
-    tail = "; off above" if plan.policy and plan.policy[-1]["k"] == 0 else ""
-    fits_above = "; above that the KV cache does not fit" if plan.policy and plan.policy[-1]["k"] < 0 else ""
+        parts = [parts[0], f"shrinking to {_shape(on[-1])} by batch {on[-1].batch_to}"]
+    last_k = plan.policy.schedule[-1].k if plan.policy.schedule else None
+    tail = "; off above" if last_k == 0 else ""
+    fits_above = "; above that the KV cache does not fit" if last_k is not None and last_k < 0 else ""
     if plan.scenario.objective == "latency":
         return (f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {plan.gain:.2f}x faster per token "
                 f"over the day{tail_band}")
@@ -124,33 +133,33 @@ def serving_sentence(plan: Plan) -> str:
     replicas that meet the percentile bounds at the target rate, against plain decoding's."""
     sv = plan.serving
     assert sv is not None
-    slo = sv["slo"]
-    bounds = (f"the {slo['percentile']:g}th-percentile SLOs (TTFT <= {slo['ttft_ms']:g} ms, TPOT <= "
-              f"{slo['tpot_ms']:g} ms) at {sv['target_rate_rps']:g} requests/s")
-    base = sv["baseline"]
-    if not sv["meets_slo"]:
-        return (f"Nothing tried meets {bounds}, even with {sv['replicas']} replicas: relax the SLO, shorten prompts "
+    slo = sv.slo
+    bounds = (f"the {slo.percentile:g}th-percentile SLOs (TTFT <= {slo.ttft_ms:g} ms, TPOT <= "
+              f"{slo.tpot_ms:g} ms) at {sv.target_rate_rps:g} requests/s")
+    base = sv.baseline
+    if not sv.meets_slo:
+        return (f"Nothing tried meets {bounds}, even with {sv.replicas} replicas: relax the SLO, shorten prompts "
                 "or outputs, or use faster GPUs (simulated)")
 
     def gpus(n: int) -> str:
-        return f"{n} replica{'s' if n != 1 else ''} ({n * sv['gpus_per_replica']} GPUs)"
+        return f"{n} replica{'s' if n != 1 else ''} ({n * sv.gpus_per_replica} GPUs)"
 
     price = ""
-    if sv.get("cost_per_mtok_usd") is not None and base.get("cost_per_mtok_usd") is not None:
-        price = (f"; ${sv['cost_per_mtok_usd']:.3f} instead of ${base['cost_per_mtok_usd']:.3f} per million output "
+    if sv.cost_per_mtok_usd is not None and base.cost_per_mtok_usd is not None:
+        price = (f"; ${sv.cost_per_mtok_usd:.3f} instead of ${base.cost_per_mtok_usd:.3f} per million output "
                  "tokens")
-    if sv["method"] == "none":
-        return (f"Do not speculate: {gpus(sv['replicas'])} meet {bounds}, and no draft or policy tried needs fewer "
+    if not sv.speculates:
+        return (f"Do not speculate: {gpus(sv.replicas)} meet {bounds}, and no draft or policy tried needs fewer "
                 "(simulated)")
-    on = [seg for seg in plan.policy if seg["k"] > 0]
-    parts = [f"{_shape(seg)} up to batch {seg['batch_to']}" for seg in on]
+    on = [seg for seg in plan.policy.schedule if seg.k > 0]
+    parts = [f"{_shape(seg)} up to batch {seg.batch_to}" for seg in on]
     if len(parts) > 3:
-        parts = [parts[0], f"shrinking to {_shape(on[-1])} by batch {on[-1]['batch_to']}"]
-    tail = "; off above" if plan.policy and plan.policy[-1]["k"] == 0 else ""
-    against = (f"against {base['replicas']} without speculation" if base["meets_slo"] else
+        parts = [parts[0], f"shrinking to {_shape(on[-1])} by batch {on[-1].batch_to}"]
+    tail = "; off above" if plan.policy.schedule and plan.policy.schedule[-1].k == 0 else ""
+    against = (f"against {base.replicas} without speculation" if base.meets_slo else
                "which plain decoding meets with no number of replicas")
-    return (f"Speculate with {NAMES.get(sv['method'], sv['method'])} ({sv['draft']}), {', '.join(parts)}{tail}: "
-            f"{gpus(sv['replicas'])} meet {bounds}, {against} (simulated{price if base['meets_slo'] else ''})")
+    return (f"Speculate with {NAMES.get(sv.method, sv.method)} ({sv.draft}), {', '.join(parts)}{tail}: "
+            f"{gpus(sv.replicas)} meet {bounds}, {against} (simulated{price if base.meets_slo else ''})")
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:
@@ -161,13 +170,13 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
     for bp in plan.buckets:
         for row, base in zip(bp.rows, bp.baseline_rows, strict=True):
             buckets.append({
-                "bucket": bp.bucket.name, "weight": bp.bucket.weight * row["share"], "batch": row["batch"],
-                "context": row["context"], "draft": bp.draft, "method": bp.method, "k": bp.k,
+                "bucket": bp.bucket.name, "weight": bp.bucket.weight * row.share, "batch": row.batch,
+                "context": row.context, "draft": bp.draft, "method": bp.method, "k": bp.k,
                 "topk": bp.topk, "num_draft_tokens": bp.num_draft_tokens,
                 "tree_nodes": bp.num_draft_tokens if bp.num_draft_tokens else 0,
-                **{f: row[f] for f in FIELDS},
-                "baseline_batch": base["batch"],
-                "baseline_throughput_tok_s": base["throughput_tok_s"], "baseline_ms_per_token": base["ms_per_token"],
+                **{f: getattr(row, f) for f in FIELDS},
+                "baseline_batch": base.batch,
+                "baseline_throughput_tok_s": base.throughput_tok_s, "baseline_ms_per_token": base.ms_per_token,
                 "fits_memory": bp.fits,
             })
     acceptance = {}
@@ -184,16 +193,17 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "engine": s.engine.name, "cost_model": cost_model_label(s.hardware),
         "objective": s.objective, "recommendation": recommendation(plan), "method": plan.method,
         "draft": plan.draft_label, "gain": plan.gain, "per_draft_gain": plan.per_draft_gain,
-        "buckets": buckets, "policy": plan.policy, "crossover_batch": plan.crossover,
+        "buckets": buckets, "policy": plan.policy.records(), "crossover_batch": plan.crossover,
         "pays_at_batch": {label: [list(r) for r in ranges] for label, ranges in plan.pays.items()},
-        "arrival": plan.arrival, "acceptance": acceptance, "acceptance_band": plan.band,
-        "serving": plan.serving,
-        "engine_configs": engine_configs(plan.method, plan.policy,
+        "arrival": to_record(plan.arrival), "acceptance": acceptance, "acceptance_band": to_record(plan.band),
+        "serving": to_record(plan.serving),
+        "engine_configs": engine_configs(plan.method, plan.policy.records(),
                                          d.model.name if d is not None and d.model is not None else None,
                                          d.draft_tp if d is not None else None,
-                                         dynamic_profile=plan.dynamic_profile, chain_policy=plan.chain_policy,
+                                         dynamic_profile=to_record(plan.dynamic_profile),
+                                         chain_policy=plan.chain_policy.records() if plan.chain_policy else None,
                                          hopper_fa3=s.hardware.is_hopper),
-        "notes": plan.notes,
+        "notes": list(plan.notes),
     }
 
 
@@ -210,33 +220,32 @@ def plan_markdown(plan: Plan) -> str:
         lines.append(f"| {r['bucket']} | {r['batch']:g} | {r['context']} | {r['draft']} | {r['k']} | {tree} | "
                      f"{r['tokens_per_step']:.2f} | {r['step_ms']:.2f} | {r['baseline_step_ms']:.2f} | "
                      f"{r['speedup']:.2f} | {r['throughput_tok_s']:,.0f} | {r['ms_per_token']:.2f} |")
-    if data["arrival"]:
-        a = data["arrival"]
-        lines += ["", f"Same arrival rate ({a['rate_rps']:g} requests/s): {a['ms_per_token']:.2f} ms/token at "
-                  f"{a['concurrency']:.1f} in flight against {a['baseline_ms_per_token']:.2f} at "
-                  f"{a['baseline_concurrency']:.1f} without speculation ({a['gain_same_rate']:.2f}x); the table's "
-                  f"speedup ({a['speedup_same_batch']:.2f}x) compares the same batch."]
-    band = data["acceptance_band"]
-    if band:
+    if plan.arrival is not None:
+        a = plan.arrival
+        lines += ["", f"Same arrival rate ({a.rate_rps:g} requests/s): {a.ms_per_token:.2f} ms/token at "
+                  f"{a.concurrency:.1f} in flight against {a.baseline_ms_per_token:.2f} at "
+                  f"{a.baseline_concurrency:.1f} without speculation ({a.gain_same_rate:.2f}x); the table's "
+                  f"speedup ({a.speedup_same_batch:.2f}x) compares the same batch."]
+    band = plan.band
+    if band is not None:
         lines += ["", "| acceptance | tokens/step at k = 4 | gain of this policy | optimiser's choice |",
                   "|---|---:|---:|---|"]
-        for which in ("low", "central", "high"):
-            case = band[which]
-            taus = band.get("tau_central", {}) if which == "central" else case.get("tau", {})
+        for which, case in (("low", band.low), ("central", band.central), ("high", band.high)):
+            taus = (band.tau_central if which == "central" else getattr(case, "tau", None)) or {}
             tau = ", ".join(f"{k} {v:.2f}" for k, v in taus.items()) or "-"
-            lines.append(f"| {which} | {tau} | {case['gain']:.2f}x | {case['method']} |")
+            lines.append(f"| {which} | {tau} | {case.gain:.2f}x | {case.method} |")
     if plan.pays:
         lines += ["", "Where each draft pays (beats plain decoding, contexts pooled over the load): " + "; ".join(
             f"{k}: {v}" for k, v in pays_by_draft(plan).items())]
-    if data["serving"]:
-        sv = data["serving"]
-        lines += ["", f"Chosen by simulation at {sv['target_rate_rps']:g} requests/s ({sv['requests']:,} seeded "
+    if plan.serving is not None:
+        sv = plan.serving
+        lines += ["", f"Chosen by simulation at {sv.target_rate_rps:g} requests/s ({sv.requests:,} seeded "
                   "requests, thinned to each replica's share):", "",
                   "| draft | policy | origin | replicas | meets SLO | TTFT ms | TPOT ms |",
                   "|---|---|---|---:|---|---:|---:|"]
-        for t in sv["trials"]:
-            lines.append(f"| {t['draft']} | {t['policy']} | {t['origin']} | {t['replicas']} | "
-                         f"{'yes' if t['meets_slo'] else 'no'} | {t['ttft_ms']:.0f} | {t['tpot_ms']:.1f} |")
+        for t in sv.trials:
+            lines.append(f"| {t.draft} | {t.policy} | {t.origin} | {t.replicas} | "
+                         f"{'yes' if t.meets_slo else 'no'} | {t.ttft_ms:.0f} | {t.tpot_ms:.1f} |")
     for note in data["notes"]:
         lines += ["", f"> {note}"]
     return "\n".join(lines) + "\n"

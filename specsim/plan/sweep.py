@@ -24,7 +24,7 @@ def _tokens_per_step(d: Draft, max_k: int, alphas: np.ndarray | None) -> np.ndar
     """[alpha, k] tokens per step: the draft's own profile (NaN past a measured profile's depth), or
     i.i.d. alphas (through the draft's tree for tree drafts)."""
     ks = np.arange(max_k + 1)
-    if d.method == "none":
+    if not d.speculates:
         return np.ones((1 if alphas is None else len(alphas), max_k + 1))
     if alphas is None:
         k_known = max_k if d.acceptance.max_k is None else d.acceptance.max_k
@@ -56,7 +56,7 @@ def sweep_frame(s: Scenario, batch: np.ndarray, context: np.ndarray, alphas: np.
     """A tidy DataFrame: one row per (draft, alpha, k, batch, context)."""
     import pandas as pd
 
-    from specsim.plan.optimize import target_of
+    from specsim.plan.decide import target_of
 
     t = target_of(s)
     frames = []

@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 
 from specsim.advise.plan import plan_scenario as make_plan
 from specsim.drafts.draft import Draft
-from specsim.plan.optimize import Plan, target_of
+from specsim.plan.decide import target_of
+from specsim.plan.result import Plan
 from specsim.plan.summary import plan_dict
 from specsim.scenario.scenario import Scenario
 from specsim.step.evaluate import Target
@@ -86,7 +87,7 @@ def make_ctx(s: Scenario) -> Ctx:
     for bp in p.buckets:
         for c, w in bp.bucket.contexts:
             pooled[c] = pooled.get(c, 0.0) + w * bp.bucket.weight
-    batches = [bp.bucket.batch for bp in p.buckets] + [int(r["batch"]) for bp in p.buckets for r in bp.baseline_rows]
+    batches = [bp.bucket.batch for bp in p.buckets] + [int(r.batch) for bp in p.buckets for r in bp.baseline_rows]
     top = max([*batches, 64]) * 2
     grid = np.unique(np.round(np.geomspace(1, top, 40)))
     draft = next((d for d in s.drafts if d.label == p.draft_label), None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 CSS = """
@@ -44,81 +45,88 @@ def _slug(text: str) -> str:
 
 def markdown_to_html(md: str, base: Path, title: str) -> str:
     """The report's Markdown as one self-contained HTML page (images inlined as base64 PNG)."""
-    lines = md.split("\n")
-    out: list[str] = []
-    i = 0
-    para: list[str] = []
-
-    def flush() -> None:
-        if para:
-            out.append("<p>" + _inline(" ".join(para)) + "</p>")
-            para.clear()
-
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("```"):
-            flush()
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>")
-            i = j + 1
-            continue
-        m = re.match(r"^(#{1,4}) (.*)$", line)
-        img = re.match(r"^!\[(.*)\]\((.+\.png)\)$", line)
-        if m:
-            flush()
-            n = len(m.group(1))
-            out.append(f'<h{n} id="{_slug(m.group(2))}">{_inline(m.group(2))}</h{n}>')
-        elif img:
-            flush()
-            data = base64.b64encode((base / img.group(2)).read_bytes()).decode("ascii")
-            alt = html.escape(img.group(1))
-            out.append(f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"><figcaption>{alt}</figcaption>'
-                       "</figure>")
-        elif line.startswith("|"):
-            flush()
-            block = []
-            while i < len(lines) and lines[i].startswith("|"):
-                block.append(lines[i])
-                i += 1
-            head, align, body = _cells(block[0]), _cells(block[1]), [_cells(b) for b in block[2:]]
-            cls = ['class="r"' if a.endswith(":") else "" for a in align]
-            rows = ["<tr>" + "".join(f"<th {k}>{_inline(h)}</th>" for h, k in zip(head, cls, strict=False)) + "</tr>"]
-            rows += ["<tr>" + "".join(f"<td {k}>{_inline(v)}</td>" for v, k in zip(r, cls, strict=False)) + "</tr>"
-                     for r in body]
-            out.append("<table>" + "".join(rows) + "</table>")
-            continue
-        elif line.startswith("> "):
-            flush()
-            quote = []
-            while i < len(lines) and lines[i].startswith("> "):
-                quote.append(lines[i][2:])
-                i += 1
-            out.append("<blockquote>" + _inline(" ".join(quote)) + "</blockquote>")
-            continue
-        elif line.startswith("- "):
-            flush()
-            items = []
-            while i < len(lines) and lines[i].startswith("- "):
-                items.append(f"<li>{_inline(lines[i][2:])}</li>")
-                i += 1
-            out.append("<ul>" + "".join(items) + "</ul>")
-            continue
-        elif line.startswith("Contents: "):
-            flush()
-            links = [f'<a href="#{_slug(x)}">{html.escape(x)}</a>' for x in line[len("Contents: "):].split(" · ")]
-            out.append("<nav><p>Contents: " + " · ".join(links) + "</p></nav>")
-        elif line.strip() == "---":
-            flush()
-            out.append("<hr>")
-        elif not line.strip():
-            flush()
-        else:
-            para.append(line)
-        i += 1
-    flush()
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             f"<title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(_body(md.split("\n"), base)) + "\n</body></html>\n")
+
+
+def _body(lines: list[str], base: Path) -> list[str]:
+    """The page's blocks, one HTML string each: consecutive lines of text join into a paragraph, ended by a blank
+    line or any other block."""
+    out: list[str] = []
+    para: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        block: str | None
+        if line.startswith("```"):
+            block, i = _fenced(lines, i)
+        elif prefix := next((p for p in _RUNS if line.startswith(p)), None):
+            j = i
+            while j < len(lines) and lines[j].startswith(prefix):
+                j += 1
+            block, i = _RUNS[prefix](lines[i:j]), j
+        else:
+            block, i = _single(line, base), i + 1
+        if block is None:  # text: part of a paragraph
+            para.append(line)
+            continue
+        if para:
+            out.append("<p>" + _inline(" ".join(para)) + "</p>")
+            para = []
+        if block:
+            out.append(block)
+    if para:
+        out.append("<p>" + _inline(" ".join(para)) + "</p>")
+    return out
+
+
+def _fenced(lines: list[str], i: int) -> tuple[str, int]:
+    """The code block fenced by ``` from line i; returns its HTML and the line after its closing fence."""
+    j = i + 1
+    while j < len(lines) and not lines[j].startswith("```"):
+        j += 1
+    return "<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>", j + 1
+
+
+def _table(block: list[str]) -> str:
+    """A pipe table: header, alignment row (right-aligned columns end in ':'), body rows."""
+    head, align, body = _cells(block[0]), _cells(block[1]), [_cells(b) for b in block[2:]]
+    cls = ['class="r"' if a.endswith(":") else "" for a in align]
+    rows = ["<tr>" + "".join(f"<th {k}>{_inline(h)}</th>" for h, k in zip(head, cls, strict=False)) + "</tr>"]
+    rows += ["<tr>" + "".join(f"<td {k}>{_inline(v)}</td>" for v, k in zip(r, cls, strict=False)) + "</tr>"
+             for r in body]
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def _quote(block: list[str]) -> str:
+    return "<blockquote>" + _inline(" ".join(line[2:] for line in block)) + "</blockquote>"
+
+
+def _list(block: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{_inline(line[2:])}</li>" for line in block) + "</ul>"
+
+
+#: Blocks of consecutive lines that start alike: the prefix and the block's HTML.
+_RUNS: dict[str, Callable[[list[str]], str]] = {"|": _table, "> ": _quote, "- ": _list}
+
+
+def _single(line: str, base: Path) -> str | None:
+    """A one-line block's HTML (heading, image, table of contents, rule); "" for a blank line, None for text."""
+    m = re.match(r"^(#{1,4}) (.*)$", line)
+    if m:
+        n = len(m.group(1))
+        return f'<h{n} id="{_slug(m.group(2))}">{_inline(m.group(2))}</h{n}>'
+    img = re.match(r"^!\[(.*)\]\((.+\.png)\)$", line)
+    if img:
+        data = base64.b64encode((base / img.group(2)).read_bytes()).decode("ascii")
+        alt = html.escape(img.group(1))
+        return (f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"><figcaption>{alt}</figcaption>'
+                "</figure>")
+    if line.startswith("Contents: "):
+        links = [f'<a href="#{_slug(x)}">{html.escape(x)}</a>' for x in line[len("Contents: "):].split(" · ")]
+        return "<nav><p>Contents: " + " · ".join(links) + "</p></nav>"
+    if line.strip() == "---":
+        return "<hr>"
+    return None if line.strip() else ""

@@ -14,21 +14,32 @@ failure DIR is untouched and nothing is left behind.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from specsim.files import check_folder_target, output_folder
 from specsim.report import assemble
-from specsim.report import figures as fg
 from specsim.report.context import Progress, Section
+from specsim.report.figures import saving as fg
 from specsim.report.html import markdown_to_html
 from specsim.scenario.scenario import Scenario, load_scenario
 
 OUTPUTS = ("report.html", "report.md", "plan.json", "figures", "engine-configs")
 
 
+@dataclass(frozen=True)
+class WrittenReport:
+    """What a report wrote: its folder, its figures' file names, the sections' own files (relative paths) and
+    the recommendation."""
+
+    dir: Path
+    figures: tuple[str, ...]
+    files: tuple[str, ...]
+    recommendation: str
+
+
 def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Path | None = None,
-                 progress: Progress | None = None, dpi: int = 100) -> dict[str, Any]:
+                 progress: Progress | None = None, dpi: int = 100) -> WrittenReport:
     """Build the report for a scenario (file) into folder `out`; nothing is left half-written on error."""
     s = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     out = Path(out)
@@ -48,7 +59,7 @@ def write_report(scenario: str | Path | Scenario, out: str | Path, reference: Pa
         md = assemble.render_markdown(c, sections)
         (tmp / "report.md").write_text(md)
         (tmp / "report.html").write_text(markdown_to_html(md, tmp, f"specsim report: {s.name}"))
-    return {"dir": out, "figures": names, "files": extra, "recommendation": c.data["recommendation"]}
+    return WrittenReport(out, tuple(names), tuple(extra), str(c.data["recommendation"]))
 
 
 def _write_section_files(tmp: Path, sections: list[Section]) -> list[str]:

@@ -14,7 +14,8 @@ from typing import Any
 
 from specsim.acceptance.metrics import load_acceptance
 from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES
-from specsim.cost.hardware import HardwareProfile, load_hardware
+from specsim.cost.hardware import load_hardware
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec, catalogue_dir, load_model, resolve_name
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
@@ -76,8 +77,10 @@ class Scenario:
     serving: ServingSpec | None = field(default=None, compare=False)  # `serving:` (specsim simulate)
 
 
-def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: float | None = None,
-         hi: float | None = None, integer: bool = False) -> Any:
+def _num(data: dict[str, Any], key: str, where: str, default: float | None = None, lo: float | None = None,
+         hi: float | None = None, integer: bool = False) -> float | None:
+    """Field `key` as a finite number in [lo, hi] (an int if `integer`), `default` if absent; None only where
+    absent without a default."""
     value = data.get(key, default)
     if value is None:
         if default is None and key in data:
@@ -93,6 +96,22 @@ def _num(data: dict[str, Any], key: str, where: str, default: Any = None, lo: fl
         rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
         raise SpecsimError(f"{where}: field '{key}' must be in {rng}, got {value!r}")
     return int(value) if integer else float(value)
+
+
+def _real(data: dict[str, Any], key: str, where: str, default: float | None = None, lo: float | None = None,
+          hi: float | None = None) -> float:
+    """`_num` of a field that has a default or is known to be there."""
+    value = _num(data, key, where, default, lo, hi)
+    assert value is not None, key
+    return value
+
+
+def _int(data: dict[str, Any], key: str, where: str, default: int | None = None, lo: float | None = None,
+         hi: float | None = None) -> int:
+    """`_num` of an integer field that has a default or is known to be there."""
+    value = _num(data, key, where, default, lo, hi, integer=True)
+    assert value is not None, key
+    return int(value)
 
 
 def _contexts(value: Any, where: str) -> tuple[tuple[int, float], ...]:
@@ -132,9 +151,9 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
             raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} "
                                "(allowed: arrival_rate_rps, prompt_tokens, "
                                "output_tokens)")
-        return (), ArrivalLoad(_num(raw, "arrival_rate_rps", w, lo=1e-9),
-                               _num(raw, "prompt_tokens", w, 1024, lo=1, integer=True),
-                               _num(raw, "output_tokens", w, 256, lo=1, integer=True))
+        return (), ArrivalLoad(_real(raw, "arrival_rate_rps", w, lo=1e-9),
+                               _int(raw, "prompt_tokens", w, 1024, lo=1),
+                               _int(raw, "output_tokens", w, 256, lo=1))
     buckets_raw = raw.get("buckets")
     if not isinstance(buckets_raw, list) or not buckets_raw:
         raise SpecsimError(f"{where}: load.buckets must be a non-empty list")
@@ -149,9 +168,9 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
             raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} (allowed: {allowed})")
         if "batch" not in b:
             raise SpecsimError(f"{w}: missing field 'batch'")
-        weight = _num(b, "hours", w, None, lo=0) if "hours" in b else _num(b, "weight", w, 1.0, lo=0)
+        weight = _real(b, "hours", w, None, lo=0) if "hours" in b else _real(b, "weight", w, 1.0, lo=0)
         buckets.append(Bucket(str(b.get("name", f"bucket{i}")), weight,
-                              _num(b, "batch", w, lo=1, hi=1_000_000, integer=True),
+                              _int(b, "batch", w, lo=1, hi=1_000_000),
                               _contexts(b.get("context", 2048), w)))
     total = sum(b.weight for b in buckets)
     if total <= 0:
@@ -237,7 +256,50 @@ def arrival_from_traffic(traffic: TrafficSpec) -> ArrivalLoad:
 
 def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | None = None) -> Scenario:
     """A Scenario from a parsed file; `lines` (dotted path -> line, `simulate.config.yaml_lines`) lets errors
-    in the traffic / serving sections name their line."""
+    in the traffic / serving sections name their line. Fields are checked in a fixed order: a file with several
+    errors is told the first."""
+    _check_fields(data, where)
+    base = Path(where).parent
+    try:
+        hw = load_hardware(_relative(data["hardware"], base))
+        model = load_model(_model_ref(data["model"], base))
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: {exc}") from None
+    objective, slo, traffic, serving = _objective(data, where, lines)
+    wd, kd = _dtypes(data, where)
+    drafts = _drafts(data, where, base, model)
+    labels = [d.label for d in drafts]
+    if serving is not None and serving.draft is not None and serving.draft not in labels:
+        raise Where(where, "serving", lines).error(f"field 'draft' must be one of the scenario's drafts "
+                                                   f"({', '.join(labels)}), got {serving.draft!r}", "draft")
+    if "load" in data:
+        buckets, arrival = _load(data["load"], where)
+    else:
+        assert traffic is not None
+        try:
+            buckets, arrival = (), arrival_from_traffic(traffic)
+        except SpecsimError as exc:
+            raise SpecsimError(f"{where}: {exc}") from None
+    tp = _int(data, "tp", where, 1, lo=1, hi=64)
+    model.check_tp(tp, f"{where}: field 'tp'")
+    try:
+        engine = load_engine(_relative(data.get("engine") or DEFAULT_ENGINE, base))
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: field 'engine': {exc}") from None
+    return Scenario(
+        name=str(data.get("name") or Path(where).stem), description=str(data.get("description", "")).strip(),
+        hardware=hw, model=model, tp=tp,
+        weight_dtype=wd, kv_dtype=kd, objective=objective, slo_ms_per_token=slo,
+        max_k=_int(data, "max_k", where, 8, lo=0, hi=32),
+        memory_utilization=_real(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
+        drafts=drafts, buckets=buckets, arrival=arrival,
+        gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data, engine=engine,
+        traffic=traffic, serving=serving,
+    )
+
+
+def _check_fields(data: dict[str, Any], where: str) -> None:
+    """Only known top-level fields; hardware and model present as names or paths; a load or a traffic section."""
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} "
@@ -249,12 +311,12 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
             raise SpecsimError(f"{where}: field '{key}' must be a name or a path, got {str(data[key])[:60]!r}")
     if "load" not in data and "traffic" not in data:
         raise SpecsimError(f"{where}: missing field 'load' (or a 'traffic' section to derive it from)")
-    base = Path(where).parent
-    try:
-        hw = load_hardware(_relative(data["hardware"], base))
-        model = load_model(_model_ref(data["model"], base))
-    except SpecsimError as exc:
-        raise SpecsimError(f"{where}: {exc}") from None
+
+
+def _objective(data: dict[str, Any], where: str, lines: dict[str, int] | None
+               ) -> tuple[str, float | None, TrafficSpec | None, ServingSpec | None]:
+    """The objective and its per-token bound (`slo_ms_per_token`, else the serving section's TPOT bound), with
+    the traffic and serving sections they are read beside."""
     objective = str(data.get("objective", "throughput"))
     if objective not in OBJECTIVES:
         raise SpecsimError(f"{where}: field 'objective' must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -264,11 +326,22 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
         slo = serving.slo.tpot_s * 1e3  # the analytic plan's per-token bound: the TPOT bound
     if objective == "slo" and slo is None:
         raise SpecsimError(f"{where}: objective 'slo' needs field 'slo_ms_per_token' (or serving.slo)")
+    return objective, slo, traffic, serving
+
+
+def _dtypes(data: dict[str, Any], where: str) -> tuple[str, str]:
+    """The weights' and the KV cache's dtypes (bf16 unless said)."""
     wd, kd = str(data.get("weight_dtype", "bf16")), str(data.get("kv_dtype", "bf16"))
     if wd not in WEIGHT_BYTES:
         raise SpecsimError(f"{where}: field 'weight_dtype' must be one of {', '.join(WEIGHT_BYTES)}, got {wd!r}")
     if kd not in KV_BYTES:
         raise SpecsimError(f"{where}: field 'kv_dtype' must be one of {', '.join(KV_BYTES)}, got {kd!r}")
+    return wd, kd
+
+
+def _drafts(data: dict[str, Any], where: str, base: Path, model: ModelSpec) -> tuple[Draft, ...]:
+    """The drafts, each with its acceptance (a file's read relative to the scenario, else the priors for the
+    scenario's task and temperature), under distinct names."""
     drafts_raw = data.get("drafts", [])
     if not isinstance(drafts_raw, list) or not drafts_raw:
         raise SpecsimError(f"{where}: field 'drafts' must be a non-empty list of draft methods")
@@ -283,37 +356,10 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
             raise SpecsimError(f"{where}: {exc}") from None
         except (TypeError, ValueError, AttributeError) as exc:
             raise SpecsimError(f"{where}: drafts[{i}]: malformed draft {d!r} ({exc})") from None
-    drafts = tuple(drafts_list)
-    labels = [d.label for d in drafts]
+    labels = [d.label for d in drafts_list]
     if dup := sorted({x for x in labels if labels.count(x) > 1}):
         raise SpecsimError(f"{where}: drafts: more than one draft named {dup[0]!r}; give each a distinct 'name'")
-    if serving is not None and serving.draft is not None and serving.draft not in labels:
-        raise Where(where, "serving", lines).error(f"field 'draft' must be one of the scenario's drafts "
-                                                   f"({', '.join(labels)}), got {serving.draft!r}", "draft")
-    if "load" in data:
-        buckets, arrival = _load(data["load"], where)
-    else:
-        assert traffic is not None
-        try:
-            buckets, arrival = (), arrival_from_traffic(traffic)
-        except SpecsimError as exc:
-            raise SpecsimError(f"{where}: {exc}") from None
-    tp = _num(data, "tp", where, 1, lo=1, hi=64, integer=True)
-    model.check_tp(tp, f"{where}: field 'tp'")
-    try:
-        engine = load_engine(_relative(data.get("engine") or DEFAULT_ENGINE, base))
-    except SpecsimError as exc:
-        raise SpecsimError(f"{where}: field 'engine': {exc}") from None
-    return Scenario(
-        name=str(data.get("name") or Path(where).stem), description=str(data.get("description", "")).strip(),
-        hardware=hw, model=model, tp=tp,
-        weight_dtype=wd, kv_dtype=kd, objective=objective, slo_ms_per_token=slo,
-        max_k=_num(data, "max_k", where, 8, lo=0, hi=32, integer=True),
-        memory_utilization=_num(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
-        drafts=drafts, buckets=buckets, arrival=arrival,
-        gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data, engine=engine,
-        traffic=traffic, serving=serving,
-    )
+    return tuple(drafts_list)
 
 
 def load_scenario(path: str | Path) -> Scenario:

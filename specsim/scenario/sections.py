@@ -56,7 +56,7 @@ from specsim.scenario.traffic import (
     Traffic,
 )
 from specsim.scenario.workload import AcceptanceMix, Workload
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 T = TypeVar("T")
 MAX_REQUESTS = 10_000_000  # requests one run may simulate (a bound on input, not a model limit)
@@ -121,19 +121,19 @@ class Where:
             raise self.error(msg, named) from None
 
 
-def _mapping(raw: Any, where: Where, what: str) -> dict[str, Any]:
+def _mapping(raw: object, where: Where, what: str) -> dict[str, object]:
     if not isinstance(raw, dict):
         raise where.error(f"expected a mapping ({what}), got {raw!r}")
     return raw
 
 
-def _only(raw: dict[str, Any], where: Where, allowed: set[str]) -> None:
+def _only(raw: Mapping[str, object], where: Where, allowed: set[str]) -> None:
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise where.error(f"unknown field '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})", unknown[0])
 
 
-def _number(raw: dict[str, Any], key: str, where: Where, default: Any = None, lo: float | None = None,
+def _number(raw: Mapping[str, object], key: str, where: Where, default: Any = None, lo: float | None = None,
             integer: bool = False, strict_lo: bool = False) -> Any:
     if key not in raw or raw[key] is None:
         if default is None:
@@ -142,19 +142,27 @@ def _number(raw: dict[str, Any], key: str, where: Where, default: Any = None, lo
     value = raw[key]
     kind = "an integer" if integer else "a number"
     bound = "" if lo is None else f" {'>' if strict_lo else '>='} {lo:g}"
-    try:
-        ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-    except OverflowError:  # an integer beyond any float
-        ok = False
-    ok = ok and (not integer or float(value).is_integer())
-    if ok and lo is not None:
-        ok = value > lo if strict_lo else value >= lo
-    if not ok:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value)
+            or (integer and not float(value).is_integer())
+            or (lo is not None and not (value > lo if strict_lo else value >= lo))):
         raise where.error(f"field '{key}' must be {kind}{bound}, got {value!r}", key)
     return int(value) if integer else float(value)
 
 
-def _path(raw: dict[str, Any], where: Where, base_dir: Path) -> Path:
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _model(raw: Mapping[str, object]) -> str | None:
+    """A trace's `model:` filter (None: every row)."""
+    model = raw.get("model")
+    return None if model is None else str(model)
+
+
+def _path(raw: Mapping[str, object], where: Where, base_dir: Path) -> Path:
     value = raw.get("path")
     if not isinstance(value, str) or not value:
         raise where.error(f"field 'path' must be a file path, got {value!r}", "path")
@@ -162,7 +170,7 @@ def _path(raw: dict[str, Any], where: Where, base_dir: Path) -> Path:
     return p if p.is_absolute() else base_dir / p
 
 
-def parse_arrivals(raw: Any, where: Where, base_dir: Path) -> Arrivals:
+def parse_arrivals(raw: object, where: Where, base_dir: Path) -> Arrivals:
     """{process: poisson | gamma | curve | trace, ...} -> an arrival process."""
     raw = _mapping(raw, where, "process: poisson | gamma | curve | trace")
     process = raw.get("process", "poisson")
@@ -194,17 +202,18 @@ def parse_arrivals(raw: Any, where: Where, base_dir: Path) -> Arrivals:
         return where.build(lambda: RateCurve(tuple(hours), tuple(rates_l), "linear", cv, start), "points")
     if process == "trace":
         _only(raw, where, {"process", "path", "layout", "speedup", "start_s", "model"})
-        trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), raw.get("model"))
+        trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), _model(raw))
         return TraceArrivals(trace, _number(raw, "speedup", where, 1.0, lo=0, strict_lo=True),
                              _number(raw, "start_s", where, 0.0, lo=0))
     raise where.error(f"field 'process' must be one of poisson, gamma, curve, trace; got {process!r}", "process")
 
 
-def parse_lengths(raw: Any, where: Where, base_dir: Path, trace: Trace | None = None) -> LengthDist | None:
+def parse_lengths(raw: object, where: Where, base_dir: Path, trace: Trace | None = None) -> LengthDist | None:
     """{dist: fixed | lognormal | trace, ...} -> a length distribution (None: the replayed trace's own)."""
     field = where.path.rpartition(".")[2] or "prompt"
     if isinstance(raw, int) and not isinstance(raw, bool):
-        return where.build(lambda: Fixed(raw))
+        tokens = raw
+        return where.build(lambda: Fixed(tokens))
     raw = _mapping(raw, where, "dist: fixed | lognormal | trace")
     dist = raw.get("dist")
     if dist == "fixed":
@@ -227,14 +236,14 @@ def parse_lengths(raw: Any, where: Where, base_dir: Path, trace: Trace | None = 
     if dist == "trace":
         _only(raw, where, {"dist", "path", "layout", "model"})
         if "path" in raw:
-            trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), raw.get("model"))
+            trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), _model(raw))
         if trace is None:
             raise where.error("field 'path' is needed: the arrivals replay no trace", "path")
         return Empirical.from_trace(trace, "output" if field == "output" else "prompt")
     raise where.error(f"field 'dist' must be one of fixed, lognormal, trace; got {dist!r}", "dist")
 
 
-def parse_workloads(raw: Any, where: Where) -> tuple[Workload, ...]:
+def parse_workloads(raw: object, where: Where) -> tuple[Workload, ...]:
     """[{name, share, alphas: [...] | task: TASK}, ...] -> workloads (neither: the draft's own acceptance)."""
     if not isinstance(raw, list) or not raw:
         raise where.error(f"expected a list of {{name, share, alphas | task}}, got {raw!r}")
@@ -261,7 +270,7 @@ def parse_workloads(raw: Any, where: Where) -> tuple[Workload, ...]:
     return tuple(out)
 
 
-def parse_mix(raw: Any, where: Where) -> AcceptanceMix:
+def parse_mix(raw: object, where: Where) -> AcceptanceMix:
     """[{name, share, alphas: [...]}, ...] -> AcceptanceMix (every workload with its own alphas)."""
     classes = []
     for i, wl in enumerate(parse_workloads(raw, where)):
@@ -272,14 +281,15 @@ def parse_mix(raw: Any, where: Where) -> AcceptanceMix:
     return AcceptanceMix(tuple(classes))
 
 
-def parse_policy(raw: Any, where: Where) -> SpecPolicy:
+def parse_policy(raw: object, where: Where) -> Policy:
     """off | k | {k, disable_above_batch} | {schedule: [[from, to, k], ...], k (elsewhere), disable_above_batch}."""
     if raw is None or raw is False or raw == "off" or raw == 0:
-        return SpecPolicy.off()
+        return Policy.off()
     if isinstance(raw, str):
         raise where.error(f"expected plan, off, a k or a mapping {{k, schedule, disable_above_batch}}, got {raw!r}")
     if isinstance(raw, int) and not isinstance(raw, bool):
-        return where.build(lambda: SpecPolicy.static(raw), "k")
+        k = raw
+        return where.build(lambda: Policy.static(k), "k")
     raw = _mapping(raw, where, "off, or k / schedule / disable_above_batch")
     _only(raw, where, {"k", "schedule", "disable_above_batch"})
     k = _number(raw, "k", where, 0, lo=0, integer=True)
@@ -288,8 +298,7 @@ def parse_policy(raw: Any, where: Where) -> SpecPolicy:
     sched = raw.get("schedule", [])
     if not isinstance(sched, list) or any(not isinstance(s, list) or len(s) != 3 for s in sched):
         raise where.error(f"field 'schedule' must be a list of [batch_from, batch_to, k], got {sched!r}", "schedule")
-    spans = [tuple(s) for s in sched]
-    return where.build(lambda: SpecPolicy(k, tuple(spans), off_above), "schedule")
+    return where.build(lambda: Policy.of_ranges(k, sched, off_above), "schedule")
 
 
 @dataclass(frozen=True)
@@ -299,7 +308,7 @@ class ServingSpec:
     max_num_seqs: int
     max_num_batched_tokens: int
     kv_capacity_tokens: int | None
-    policy: SpecPolicy
+    policy: Policy
     slo: SLO | None
     target_rate_rps: float | None
     gpus_per_replica: int | None
@@ -314,7 +323,7 @@ class ServingSpec:
         return EngineConfig(self.max_num_seqs, self.max_num_batched_tokens, int(kv), self.policy)
 
 
-def parse_serving(raw: Any, where: Where) -> ServingSpec:
+def parse_serving(raw: object, where: Where) -> ServingSpec:
     raw = _mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
     _only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
                        "target_rate_rps", "gpus_per_replica", "draft"})
@@ -329,7 +338,7 @@ def parse_serving(raw: Any, where: Where) -> ServingSpec:
                           "max_num_batched_tokens")
     spec_raw = raw.get("speculation", "plan")
     from_plan = spec_raw == "plan"
-    policy = SpecPolicy.off() if from_plan else parse_policy(spec_raw, where.at("speculation"))
+    policy = Policy.off() if from_plan else parse_policy(spec_raw, where.at("speculation"))
     draft = raw.get("draft")
     if draft is not None and (not isinstance(draft, str) or not draft):
         raise where.error(f"field 'draft' must name one of the scenario's drafts, got {draft!r}", "draft")
@@ -356,7 +365,7 @@ class TrafficSpec:
     workloads: tuple[Workload, ...] = ()
 
 
-def parse_traffic(raw: Any, where: Where, base_dir: Path) -> TrafficSpec:
+def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
     raw = _mapping(raw, where, "arrivals, num_requests | duration_s, prompt, output, workloads, seed")
     _only(raw, where, {"arrivals", "num_requests", "duration_s", "prompt", "output", "workloads", "seed"})
     if "arrivals" not in raw:

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.errors import SpecsimError
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 IntArray = npt.NDArray[np.int64]
 
@@ -31,7 +31,7 @@ class EngineConfig:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     kv_capacity_tokens: int = 1_000_000
-    policy: SpecPolicy = field(default_factory=SpecPolicy)
+    policy: Policy = field(default_factory=Policy)
 
     def __post_init__(self) -> None:
         _int_at_least("max_num_seqs", self.max_num_seqs, 1)
@@ -48,7 +48,7 @@ class EngineConfig:
         fit = self.max_num_batched_tokens // np.maximum(b, 1) - 1
         return np.asarray(np.maximum(np.minimum(k, fit), 0), dtype=np.int64)
 
-    def with_policy(self, policy: SpecPolicy) -> EngineConfig:
+    def with_policy(self, policy: Policy) -> EngineConfig:
         return EngineConfig(self.max_num_seqs, self.max_num_batched_tokens, self.kv_capacity_tokens, policy)
 
 

@@ -84,7 +84,8 @@ class AcceptanceMix:
     @property
     def shares(self) -> FloatArray:
         s = np.asarray([c.share for c in self.classes], dtype=np.float64)
-        return s / s.sum()
+        out: FloatArray = s / s.sum()
+        return out
 
     def survival(self, k: int) -> FloatArray:
         """S[c, i-1] = P(A >= i) = prod_{j<=i} alpha_{c,j} for i = 1..k, one row per class."""
@@ -94,7 +95,8 @@ class AcceptanceMix:
 
     def expected_accepted(self, k: int) -> FloatArray:
         """E[A] per class at draft length k: sum_i P(A >= i) (without the output-length cap)."""
-        return self.survival(k).sum(axis=1)
+        out: FloatArray = self.survival(k).sum(axis=1)
+        return out
 
     def assign(self, n: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         """A class index for each of n requests, drawn by the shares."""

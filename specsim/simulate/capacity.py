@@ -10,8 +10,8 @@ thinned requests each time (the thinning uniforms are fixed, so larger n keeps n
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from specsim.errors import SpecsimError
 from specsim.scenario.serving import SLO, EngineConfig, Pricing, cost_per_mtok_usd
@@ -20,7 +20,7 @@ from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, rows_of
 from specsim.simulate.engine import SimResult, simulate
 from specsim.simulate.metrics import ServingMetrics, meets_slo, slo_percentiles, summarize
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 
 def table_for(cost: StepCost, engines: list[EngineConfig], requests: list[Requests]) -> StepTable:
@@ -34,6 +34,21 @@ def table_for(cost: StepCost, engines: list[EngineConfig], requests: list[Reques
                            max(e.max_num_batched_tokens for e in engines), rows=rows)
 
 
+@dataclass(frozen=True)
+class Ratios:
+    """Speculation on against off (None where either side is missing, NaN or the divisor is zero)."""
+
+    tpot_p50_speedup: float | None  # off / on
+    tpot_p99_speedup: float | None  # off / on
+    ttft_p99_ratio: float | None  # on / off
+    e2e_mean_speedup: float | None  # off / on
+    goodput_ratio: float | None  # on / off
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or not b or math.isnan(a) or math.isnan(b) else a / b
+
+
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Speculation off and on over the same seeded requests."""
@@ -41,29 +56,34 @@ class Comparison:
     off: ServingMetrics
     on: ServingMetrics
 
-    def to_dict(self) -> dict[str, Any]:
-        def ratio(a: float | None, b: float | None) -> float | None:
-            return None if a is None or b is None or not b or math.isnan(a) or math.isnan(b) else a / b
-
-        return {
-            "off": self.off.to_dict(), "on": self.on.to_dict(),
-            "tpot_p50_speedup": ratio(self.off.tpot_s.p50, self.on.tpot_s.p50),
-            "tpot_p99_speedup": ratio(self.off.tpot_s.p99, self.on.tpot_s.p99),
-            "ttft_p99_ratio": ratio(self.on.ttft_s.p99, self.off.ttft_s.p99),
-            "e2e_mean_speedup": ratio(self.off.e2e_s.mean, self.on.e2e_s.mean),
-            "goodput_ratio": ratio(self.on.goodput_rps, self.off.goodput_rps),
-        }
+    @property
+    def ratios(self) -> Ratios:
+        off, on = self.off, self.on
+        return Ratios(_ratio(off.tpot_s.p50, on.tpot_s.p50), _ratio(off.tpot_s.p99, on.tpot_s.p99),
+                      _ratio(on.ttft_s.p99, off.ttft_s.p99), _ratio(off.e2e_s.mean, on.e2e_s.mean),
+                      _ratio(on.goodput_rps, off.goodput_rps))
 
 
 def compare_speculation(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix,
-                        policy: SpecPolicy, seed: int = 0, slo: SLO | None = None, pricing: Pricing | None = None,
+                        policy: Policy, seed: int = 0, slo: SLO | None = None, pricing: Pricing | None = None,
                         bins: int | None = 200) -> Comparison:
     """Simulate `requests` with speculation off and with `policy` (same requests, classes and seed)."""
-    off_engine, on_engine = engine.with_policy(SpecPolicy.off()), engine.with_policy(policy)
+    off_engine, on_engine = engine.with_policy(Policy.off()), engine.with_policy(policy)
     table = table_for(cost, [off_engine, on_engine], [requests])
     off = simulate(requests, off_engine, table, acceptance, seed)
     on = simulate(requests, on_engine, table, acceptance, seed)
     return Comparison(summarize(off, slo, pricing, bins), summarize(on, slo, pricing, bins))
+
+
+@dataclass(frozen=True, order=True)
+class ReplicaTrial:
+    """One replica count tried: whether one replica's share met the SLO, and its TTFT and TPOT at the SLO's
+    percentile."""
+
+    replicas: int
+    meets: bool
+    ttft_s: float
+    tpot_s: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,16 +93,34 @@ class ReplicaPlan:
     target_rate_rps: float
     replicas: int
     meets_slo: bool  # False: even max_replicas missed the SLO
-    per_replica: ServingMetrics
     gpus: int | None
     cost_per_mtok_usd: float | None
-    tried: tuple[tuple[int, bool, float, float], ...]  # (replicas, meets, ttft at percentile, tpot at percentile)
+    tried: tuple[ReplicaTrial, ...]  # by replica count
+    per_replica: ServingMetrics
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"target_rate_rps": self.target_rate_rps, "replicas": self.replicas, "meets_slo": self.meets_slo,
-                "gpus": self.gpus, "cost_per_mtok_usd": self.cost_per_mtok_usd,
-                "tried": [{"replicas": n, "meets": ok, "ttft_s": a, "tpot_s": b} for n, ok, a, b in self.tried],
-                "per_replica": self.per_replica.to_dict()}
+
+def fewest_meeting(meets: Callable[[int], bool], max_n: int, hopeless: Callable[[], bool] = lambda: False
+                   ) -> tuple[int, bool]:
+    """The fewest n in 1..max_n with meets(n), meets monotone in n: doubling from 1, then bisection; (n, found).
+    `hopeless()`, asked after each failed doubling below max_n, stops early: the bound is out of reach. Without
+    a passing n: (the last n tried, False)."""
+    lo, hi = 0, 1  # lo fails (0 = none tried), hi to test
+    while not meets(hi):
+        if hi >= max_n or hopeless():
+            return hi, False
+        lo, hi = hi, min(2 * hi, max_n)
+    return bisect_fewest(meets, lo, hi), True
+
+
+def bisect_fewest(meets: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The fewest n in (lo, hi] with meets(n), given that lo fails (or is 0) and hi meets."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def replicas_needed(requests: Requests, engine: EngineConfig, cost: StepCost, slo: SLO,
@@ -93,32 +131,20 @@ def replicas_needed(requests: Requests, engine: EngineConfig, cost: StepCost, sl
         raise SpecsimError("replicas: no requests to plan for")
     table = table_for(cost, [engine], [requests])
     runs: dict[int, SimResult] = {}
-    tried: list[tuple[int, bool, float, float]] = []
+    tried: list[ReplicaTrial] = []
 
     def ok(n: int) -> bool:
         share = requests if n == 1 else requests.thin(1.0 / n, seed)
         res = simulate(share, engine, table, acceptance, seed)
         runs[n] = res
         good = meets_slo(res, slo)
-        tried.append((n, good, *slo_percentiles(res, slo.percentile)))
+        tried.append(ReplicaTrial(n, good, *slo_percentiles(res, slo.percentile)))
         return good
 
-    lo, hi = 0, 1  # lo fails (0 = none tried), hi to test
-    while not ok(hi):
-        lo = hi
-        if hi >= max_replicas:
-            break
-        hi = min(2 * hi, max_replicas)
-    found = tried[-1][1]
-    while found and hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
+    hi, found = fewest_meeting(ok, max_replicas)
     per = summarize(runs[hi], slo, pricing, bins=None)
     gpus = hi * pricing.gpus_per_replica if pricing else None
     price = None
     if pricing is not None:
         price = cost_per_mtok_usd(hi * pricing.gpus_per_replica, pricing.gpu_hour_usd, per.output_tok_s * hi)
-    return ReplicaPlan(requests.mean_rate_rps, hi, found, per, gpus, price, tuple(sorted(tried)))
+    return ReplicaPlan(requests.mean_rate_rps, hi, found, gpus, price, tuple(sorted(tried)), per)

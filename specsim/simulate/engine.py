@@ -26,7 +26,6 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +35,8 @@ from specsim.scenario.serving import EngineConfig
 from specsim.scenario.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
 from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, interpolate_row, rows_of
+from specsim.simulate.stretch import Loop as _Loop  # `simulate` calls the fast path by these names
+from specsim.simulate.stretch import stretch as _stretch
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -84,16 +85,6 @@ class SimResult:
     def completed(self) -> BoolArray:
         return np.asarray(~self.rejected)
 
-    def to_dict(self) -> dict[str, Any]:
-        done = self.completed
-        return {
-            "requests": int(self.requests.n), "rejected": int(self.rejected.sum()), "steps": int(self.steps.n),
-            "policy": self.engine.policy.label, "seed": self.seed,
-            "sim_time_s": float(np.nanmax(self.finish_s) - self.requests.arrival_s[0]) if done.any() else 0.0,
-            "output_tokens": int(self.requests.output_tokens[done].sum()),
-            "preemptions": int(self.preemptions.sum()),
-        }
-
 
 def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_context: float) -> StepTable:
     rows = rows_of([k_of_b])
@@ -112,6 +103,9 @@ STRETCH_MAX = 128
 MIN_STRETCH = 3
 
 
+# One long function on purpose (exempt from the 70-line floor): it is the hot loop, one pass per iteration and
+# hundreds of thousands of iterations a run, its state held in locals for speed; split into steps it would pay a
+# call and attribute reads on every iteration. Its fast path, the steady stretches, runs apart (`stretch.py`).
 def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None = None,
              seed: int = 0, *, fast: bool = True) -> SimResult:
     """Run the engine over the requests until every admitted request finishes; deterministic for a seed.
@@ -354,119 +348,3 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                     cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist)
     return SimResult(requests, engine, seed, workload, np.asarray(sched_s), np.asarray(first_s), finish,
                      np.asarray(preempt, dtype=np.int64), rejected, steps, np.asarray(resume_gaps, dtype=np.float64))
-
-
-@dataclass(frozen=True, eq=False)
-class _Loop:
-    """What a steady stretch reads of the event loop (and the lists and arrays it updates in place)."""
-
-    arrivals: list[float]
-    cum_n: list[float]
-    cum_t: list[float]
-    rejected: list[bool] | None  # None: nothing rejected
-    waiting: deque[int]
-    prompt: list[int]
-    gen: list[int]
-    cap: int
-    budget_max: int
-    max_seqs: int
-    dec_rows: list[list[float]]
-    grid: list[float]
-    table: StepTable
-    k_of_b: list[int]
-    finish: FloatArray
-    log: list[tuple[float, float, int, int, int, int, int, int, int, float]]
-    spec_blocks: list[tuple[int, IntArray]]
-    plain_blocks: list[tuple[int, int, int]]
-
-
-def _stretch(lim: int, t: float, dt: float, na: int, nd: int, k: int, dec_kv: int, pre_kv: int, upos: int,
-             ubuf: FloatArray, run: tuple[IntArray, IntArray, IntArray, FloatArray], lp: _Loop
-             ) -> tuple[float, int, int, int, tuple[IntArray, IntArray, IntArray, FloatArray]]:
-    """Up to `lim` steps of a steady stretch from a step already scheduled (nd decoding requests, nothing
-    prefilling or admitted, priced at dt): each step exactly as `simulate`'s loop runs it, the accepted tokens of
-    all `lim` steps compared at once from the same draws (step i reads the buffer at upos + i * nd, as the loop
-    does). Stops after the first step in which a request finishes, or before a step that would preempt or admit.
-    Returns t, the next arrival, the decode KV, the buffer position and the running arrays after the stretch."""
-    run_id, run_ctx, run_rem, run_s = run
-    arr, cum_n, cum_t, log, waiting = lp.arrivals, lp.cum_n, lp.cum_t, lp.log, lp.waiting
-    n = len(arr)
-    first = len(log)
-    if k:
-        # accepted tokens of each step: A = #{i <= k : u < S_i}; each decode emits 1 + A (capped at a finish)
-        e = (ubuf[upos:upos + lim * nd].reshape(lim, 1, nd) < run_s[:k]).sum(axis=1)
-        e += 1
-        csum = np.cumsum(e, axis=0)
-        hit: BoolArray = np.asarray((csum >= run_rem).any(axis=1))  # cumulative: from the first finish on
-        f = int(hit.argmax()) if hit[-1] else lim
-        if f < lim:  # the finishing step: emissions capped by what is left
-            before = csum[f - 1] if f else 0
-            np.minimum(e[f], run_rem - before, out=e[f])
-            csum[f] = e[f] + before
-        toks: list[int] = e.sum(axis=1).tolist()
-    else:
-        f = lim - 1 if int(run_rem.min()) == lim else lim  # every decode emits one token a step
-        toks = [nd] * lim
-    kv_step = nd * (k + 1)
-    budget = lp.budget_max - kv_step
-    can_admit = budget > 0 and nd < lp.max_seqs
-    row, grid = lp.dec_rows[nd], lp.grid
-    last = len(grid) - 2
-    m = 0
-    while True:
-        t_end = t + dt
-        if na < n and arr[na] <= t_end:
-            j = bisect_right(arr, t_end, na)
-            area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
-        else:
-            area = 0.0
-        tok = toks[m]
-        dec_kv += tok
-        if m == f:  # some request emitted its last token
-            done = csum[f] if k else f + 1
-            run_ctx, run_rem = run_ctx + done, run_rem - done
-            fin = run_rem == 0
-            lp.finish[run_id[fin]] = t_end
-            dec_kv -= int(run_ctx[fin].sum())
-            keep = ~fin
-            run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
-        log.append((t, dt, nd, nd, len(waiting), k, 0, tok, dec_kv + pre_kv, area))
-        t = t_end
-        m += 1
-        if m > f:
-            break
-        if m == lim:
-            done = csum[m - 1] if k else m
-            run_ctx, run_rem = run_ctx + done, run_rem - done
-            break
-        # the next step's start, as the loop runs it: arrivals join the queue; stop where it would preempt or admit
-        if na < n and arr[na] <= t:
-            j = bisect_right(arr, t, na)
-            rej = lp.rejected
-            waiting.extend([i for i in range(na, j) if not rej[i]] if rej is not None else range(na, j))
-            na = j
-        if dec_kv + pre_kv + kv_step > lp.cap:
-            done = csum[m - 1] if k else m
-            run_ctx, run_rem = run_ctx + done, run_rem - done
-            break
-        if waiting and can_admit:
-            head = waiting[0]
-            if min(lp.prompt[head] + lp.gen[head], budget) <= lp.cap - dec_kv - pre_kv - kv_step:
-                done = csum[m - 1] if k else m
-                run_ctx, run_rem = run_ctx + done, run_rem - done
-                break
-        x = dec_kv / nd
-        j = bisect_right(grid, x) - 1  # interpolate_row inline
-        j = 0 if j < 0 else last if j > last else j
-        lo = row[j]
-        dt = lo + (x - grid[j]) / (grid[j + 1] - grid[j]) * (row[j + 1] - lo)
-        if dt != dt:  # NaN: a block not evaluated yet
-            lp.table.refresh_rows(lp.dec_rows, lp.k_of_b, nd, x)
-            row = lp.dec_rows[nd]
-            dt = interpolate_row(row, grid, x)
-    if k:
-        lp.spec_blocks.append((first, e[:m]))
-        upos += m * nd
-    else:
-        lp.plain_blocks.append((first, m, nd))
-    return t, na, dec_kv, upos, (run_id, run_ctx, run_rem, run_s)

@@ -17,8 +17,7 @@ Definitions (as vLLM's benchmarks/benchmark_serving.py reports them, percentiles
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -67,25 +66,17 @@ class Percentiles:
         return cls(weighted_percentile(v, 50, w), weighted_percentile(v, 90, w), weighted_percentile(v, 99, w),
                    float(np.average(v, weights=w)))
 
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, eq=False)
 class TimeSeries:
     """Time-weighted means per bin (bin start times in time_s, width bin_s)."""
 
-    time_s: FloatArray
     bin_s: float
+    time_s: FloatArray
     decode_batch: FloatArray
     running: FloatArray
     waiting: FloatArray
     kv_tokens: FloatArray
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bin_s": self.bin_s, "time_s": self.time_s.tolist(), "decode_batch": self.decode_batch.tolist(),
-                "running": self.running.tolist(), "waiting": self.waiting.tolist(),
-                "kv_tokens": self.kv_tokens.tolist()}
 
 
 def _cumulative(start: FloatArray, end: FloatArray, increments: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -110,7 +101,7 @@ def time_series(result: SimResult, bins: int = 200, window: tuple[float, float] 
             continue
         x, y = _cumulative(start, end, np.asarray(inc, dtype=np.float64))
         out.append(np.diff(np.interp(edges, x, y)) / width)
-    return TimeSeries(edges[:-1], float(width), *out)
+    return TimeSeries(float(width), edges[:-1], *out)
 
 
 def _window(result: SimResult) -> tuple[float, float]:
@@ -177,13 +168,6 @@ class ServingMetrics:
     policy: str
     cost_per_mtok_usd: float | None
     timeseries: TimeSeries | None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in self.__dataclass_fields__:
-            value = getattr(self, key)
-            out[key] = value.to_dict() if hasattr(value, "to_dict") else value
-        return out
 
 
 def summarize(result: SimResult, slo: SLO | None = None, pricing: Pricing | None = None,

@@ -23,12 +23,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from specsim.errors import SpecsimError
 from specsim.forking import fork_context
+from specsim.records import Json, to_record
 from specsim.scenario.serving import SLO, EngineConfig, Pricing
 from specsim.scenario.traffic import Requests, Traffic, generate_requests
 from specsim.scenario.workload import AcceptanceMix
@@ -36,7 +37,10 @@ from specsim.simulate.capacity import table_for
 from specsim.simulate.cost import StepCost, StepTable
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import ServingMetrics, summarize
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -47,16 +51,16 @@ class SweepCase:
     engine: EngineConfig
     acceptance: AcceptanceMix | None = None
     seed: int = 0
-    labels: tuple[tuple[str, Any], ...] = ()
+    labels: tuple[tuple[str, Json], ...] = ()
     cost: str = ""  # the key of this case's step cost when the sweep is given several (one per draft)
 
 
 def grid(traffic: Traffic, engine: EngineConfig, acceptance: AcceptanceMix | None = None,
-         rates_rps: Iterable[float] | None = None, policies: Iterable[SpecPolicy] | None = None,
+         rates_rps: Iterable[float] | None = None, policies: Iterable[Policy] | None = None,
          max_num_seqs: Iterable[int] | None = None, seeds: Iterable[int] = (0,)) -> list[SweepCase]:
     """The cartesian product of the given axes (an axis left as None keeps the traffic's / engine's value)."""
     rate_axis: list[float | None] = list(rates_rps) if rates_rps is not None else [None]
-    policy_axis: list[SpecPolicy] = list(policies) if policies is not None else [engine.policy]
+    policy_axis: list[Policy] = list(policies) if policies is not None else [engine.policy]
     seqs_axis: list[int] = list(max_num_seqs) if max_num_seqs is not None else [engine.max_num_seqs]
     cases = []
     for rate, policy, seqs, seed in itertools.product(rate_axis, policy_axis, seqs_axis, list(seeds)):
@@ -68,10 +72,10 @@ def grid(traffic: Traffic, engine: EngineConfig, acceptance: AcceptanceMix | Non
     return cases
 
 
-def metrics_row(m: ServingMetrics) -> dict[str, Any]:
+def metrics_row(m: ServingMetrics) -> dict[str, Json]:
     """ServingMetrics flattened to one table row (percentiles as name_p50_s ...; no time series)."""
-    row: dict[str, Any] = {}
-    for key, value in m.to_dict().items():
+    row: dict[str, Json] = {}
+    for key, value in to_record(m).items():
         if key == "timeseries":
             continue
         if isinstance(value, dict):
@@ -83,9 +87,14 @@ def metrics_row(m: ServingMetrics) -> dict[str, Any]:
 
 
 def _run_case(case: SweepCase, requests: Requests, table: StepTable, slo: SLO | None,
-              pricing: Pricing | None) -> dict[str, Any]:
+              pricing: Pricing | None) -> ServingMetrics:
     result = simulate(requests, case.engine, table, case.acceptance, case.seed)
-    return {**dict(case.labels), **metrics_row(summarize(result, slo, pricing, bins=None))}
+    return summarize(result, slo, pricing, bins=None)
+
+
+def _row(case: SweepCase, m: ServingMetrics) -> dict[str, Json]:
+    """A case's row of a sweep's frame: its labels, then its metrics."""
+    return {**dict(case.labels), **metrics_row(m)}
 
 
 def _prepare(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost]
@@ -118,8 +127,8 @@ def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], s
     made, tables = _prepare(cases, cost)
     jobs = (joblib.delayed(_run_case)(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases)
     rows = []
-    for row in joblib.Parallel(n_jobs=n_jobs, return_as="generator")(jobs):
-        rows.append(row)
+    for case, m in zip(cases, joblib.Parallel(n_jobs=n_jobs, return_as="generator")(jobs), strict=True):
+        rows.append(_row(case, m))
         if progress is not None:
             progress(len(rows))
     return pd.DataFrame(rows)
@@ -130,7 +139,7 @@ def sweep(cases: Sequence[SweepCase], cost: StepCost | Mapping[str, StepCost], s
 _PENDING: list[tuple[SweepCase, Requests, StepTable, SLO | None, Pricing | None]] = []
 
 
-def _run_pending(i: int) -> dict[str, Any]:
+def _run_pending(i: int) -> ServingMetrics:
     return _run_case(*_PENDING[i])
 
 
@@ -161,8 +170,8 @@ class SweepBatch:
         for cases, cost in sweeps:
             made, tables = _prepare(cases, cost)
             self.jobs += [(c, made[(c.traffic, c.seed)], tables[c.cost], slo, pricing) for c in cases]
-        self._pool: Any = None
-        self._futures: list[Any] = []
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[ServingMetrics]] = []
         n = min(workers or os.cpu_count() or 1, 4, len(self.jobs))
         if n > 1 and "fork" in multiprocessing.get_all_start_methods():
             _PENDING[:] = self.jobs
@@ -185,16 +194,17 @@ class SweepBatch:
         """One frame per sweep, the rows in the cases' order."""
         from concurrent.futures.process import BrokenProcessPool
 
-        rows: list[dict[str, Any]] | None = None
+        metrics: list[ServingMetrics] | None = None
         try:
             if self._futures:
-                rows = [f.result() for f in self._futures]
+                metrics = [f.result() for f in self._futures]
         except (OSError, RuntimeError, BrokenProcessPool):
-            rows = None
+            metrics = None
         finally:
             self.close()
-        if rows is None:
-            rows = [_run_case(*job) for job in self.jobs]
+        if metrics is None:
+            metrics = [_run_case(*job) for job in self.jobs]
+        rows = [_row(job[0], m) for job, m in zip(self.jobs, metrics, strict=True)]
         frames, start = [], 0
         for size in self.sizes:
             frames.append(pd.DataFrame(rows[start:start + size]))

@@ -12,11 +12,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost import roofline as rl
-from specsim.cost.hardware import HardwareProfile
+from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
-from specsim.drafts.draft import Draft, ngram_drafted_tokens
+from specsim.drafts.draft import Draft
+from specsim.drafts.families.lookup import ngram_drafted_tokens
 from specsim.engines.passes import US, eager_cycle_host_s, gpu_only, pass_time_s, step_time_s
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.step.economics import StepMetrics, step_metrics
@@ -70,19 +71,19 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     """Draft, verification, overhead and plain-decoding step times for arrays of k, batch and context,
     as the target's engine runs them (engines/passes.py).
 
-    Plain decoding (k = 0 or the method "none"): one target pass of B tokens plus the engine's step
+    Plain decoding (k = 0 or a draft that does not speculate): one target pass of B tokens plus the engine's step
     overhead. A speculative step: the drafting loop, the verification pass of B x q tokens (graph-
     padded), the rejection sampler's memory traffic and the host launches that accept the path, all on
     the critical path, plus the engine's host work (overlapped or not: `step_time_s`); `overhead_s` is
-    the step less draft and verification. The CPU n-gram proposer runs without async scheduling
-    (vllm PR #31998). `verify_tokens_per_seq` overrides the draft's own (a user's tree file)."""
+    the step less draft and verification. Host-side drafters (the CPU n-gram proposer) run without async
+    scheduling (vllm PR #31998). `verify_tokens_per_seq` overrides the draft's own (a user's tree file)."""
     kk, b, ctx = (np.asarray(a, dtype=float) for a in (k, batch, context_len))
     hw, m, e = t.hardware, t.model, t.engine
     run = (hw, m)
     base_pass = pass_time_s(e, *run, b, 1.0, ctx, t.tp, t.weight_dtype, t.kv_dtype)
     base = step_time_s(e, base_pass, b, speculative=False)
-    plain = (kk <= 0) | (d.method == "none")
-    if d.method == "none" or not np.any(~plain):
+    plain = (kk <= 0) | (not d.speculates)
+    if not d.speculates or not np.any(~plain):
         zero = np.zeros(np.broadcast_shapes(kk.shape, np.shape(base)))
         return StepTimes(zero, base_pass + zero, base - base_pass + zero, base + zero)
     q = d.verify_tokens_per_seq(kk) if verify_tokens_per_seq is None else np.asarray(verify_tokens_per_seq, float)
@@ -92,12 +93,12 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     verify = _verify_time_s(run_e, t, b, q, ctx)
     draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
     # the rejection sampler reads the tokens actually drafted (an n-gram request without a match drafts none)
-    drafted = np.where(plain, 0.0, q - 1.0) if d.method == "ngram" else kk
+    drafted = np.where(plain, 0.0, q - 1.0) if d.family.drafts_on_match else kk
     device = draft + verify + overhead_time_s(t, b, drafted) + e.verify_host_ops * e.eager_op_us * US
     if loop:
         # an eager loop's cycle: the slower of its kernels and its host dispatch (measured op counts)
         device = np.maximum(device, eager_cycle_host_s(e, d.method, m, np.maximum(kk, 1.0), d.model))
-    step = step_time_s(e, device, b, speculative=True, sync=d.method in ("ngram", "suffix"))
+    step = step_time_s(e, device, b, speculative=True, sync=d.family.host_drafter)
     draft = np.where(plain, 0.0, draft)
     verify = np.where(plain, base_pass, verify)
     over = np.where(plain, base - base_pass, step - draft - verify)
@@ -122,7 +123,8 @@ def _verify_time_s(e: EngineProfile, t: Target, b: Array, q: Array, ctx: Array) 
     i = np.broadcast_to(np.searchsorted(whole, lo), out_shape)[None]
     v_lo = np.take_along_axis(full, i, axis=0)[0]
     v_hi = np.take_along_axis(full, i + 1, axis=0)[0]
-    return v_lo + np.broadcast_to(q - lo, out_shape) * (v_hi - v_lo)
+    out: Array = v_lo + np.broadcast_to(q - lo, out_shape) * (v_hi - v_lo)
+    return out
 
 
 def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len: ArrayLike,
@@ -130,13 +132,13 @@ def step_arrays(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len
                 extra_overhead_s: float = 0.0) -> StepMetrics:
     """The step economics (step/economics.py) of draft d for arrays of k, batch, context and tokens per step.
 
-    An n-gram draft on an engine that skips requests without a match (`ngram_empty_drafts`, vLLM V1)
-    verifies 1 + the tokens actually drafted per sequence (`drafts.draft.ngram_drafted_tokens`, from the
-    tokens per step), not k + 1.
+    An n-gram draft on an engine that skips requests without a match (`Draft.verifies_drafted_only`,
+    vLLM V1) verifies 1 + the tokens actually drafted per sequence (`families.lookup.ngram_drafted_tokens`,
+    from the tokens per step), not k + 1.
 
     Tokens per step may be NaN where acceptance is unknown (k past a measured profile): the derived
     figures are then NaN too, never extrapolated."""
-    if d.method == "ngram" and t.engine.ngram_empty_drafts:
+    if d.verifies_drafted_only(t.engine):
         # engines that verify only what the n-gram proposer found (vLLM V1): B x (1 + drafted) tokens (an
         # n-gram draft is a chain: a given verify_tokens_per_seq can only be its k + 1, which this refines)
         verify_tokens_per_seq = 1.0 + ngram_drafted_tokens(k, tokens_per_step)
@@ -154,7 +156,7 @@ def config_metrics(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: A
 
     `tokens_per_step` / `verify_tokens_per_seq` override the draft's own (a user's tree file)."""
     b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
-    if k == 0 or d.method == "none":
+    if k == 0 or not d.speculates:
         tokens = 1.0
     else:
         tokens = d.tokens_per_step(k, alpha_scale) if tokens_per_step is None else tokens_per_step
@@ -165,8 +167,8 @@ def config_metrics(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: A
 
 def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Memory:
     """Memory on each GPU (step/memory.py) for this target running draft d at depth k."""
-    q = float(d.verify_tokens_per_seq(k)) if k and d.method != "none" else 1.0
-    return _memory(t.hardware.total_memory_bytes, t.memory_utilization, t.model, d, k if d.method != "none" else 0,
+    q = float(d.verify_tokens_per_seq(k)) if k and d.speculates else 1.0
+    return _memory(t.hardware.total_memory_bytes, t.memory_utilization, t.model, d, k if d.speculates else 0,
                    batch, context_len, t.tp, t.weight_dtype, t.kv_dtype, q)
 
 

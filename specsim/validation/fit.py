@@ -36,9 +36,6 @@ class EngineFit:
     median_abs_error_before: float
     median_abs_error_after: float
 
-    def to_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
 
 def fit_engine(engine: str, params: Sequence[str], groups: Sequence[str], mode: str = "priors",
                bounds: tuple[float, float] = (0.0, 20_000.0), corpus: pd.DataFrame | None = None) -> EngineFit:

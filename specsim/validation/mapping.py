@@ -9,11 +9,12 @@ GPUs: priced at tp = 1 without the one-GPU memory check.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -29,31 +30,132 @@ ENGINES = ("vllm", "sglang", "trtllm", "hf")
 DEFAULT_CONTEXT = 512
 
 
+class DraftShape(TypedDict, total=False):
+    """The draft shape beyond k a grid row states: trees' width and size, lookahead's window."""
+
+    topk: int
+    num_draft_tokens: int | None
+    window: int
+    guesses: int
+
+
+class Stated(TypedDict, total=False):
+    """What a grid row takes from the source only where it states it."""
+
+    acceptance_length: float  # the source's measured mean accepted length
+    task: str  # the benchmark (priors mode looks the acceptance prior up by it)
+    temperature: float
+
+
+class GridRow(DraftShape, Stated):
+    """A published result as a row `plan.grid.evaluate_grid` prices."""
+
+    id: str
+    hardware: str
+    model: str
+    engine: str  # the engine profile
+    draft: str  # the specsim method, or the draft model's catalogue name
+    weight_dtype: str
+    kv_dtype: str
+    k: int
+    tp: int
+    check_memory: bool
+    batch: int
+    context: int
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """How a corpus draft name is priced: its specsim method and the shape its published implementation
+    runs where a row does not state one (data/methods.yaml)."""
+
+    method: str
+    shape: Mapping[str, int]  # the tree's, chain's or lookahead's defaults (k, topk, num_draft_tokens ...)
+    tree: bool  # the implementation drafts a tree
+    by_size: tuple[tuple[float, Mapping[str, int]], ...]  # (target size in B, overrides), ascending size
+    by_size_groups: tuple[str, ...] | None  # by_size applies to these groups' rows only (None: every row)
+    default_draft: str  # draft models: the drafter a row that names none ran
+    source: str
+
+
+@dataclass(frozen=True)
+class EngineVersions:
+    """The engine profile a corpus engine's rows ran on: by the row's group, then by its stated version
+    (the longest matching prefix), else the default."""
+
+    groups: Mapping[str, str]
+    versions: tuple[tuple[str, str], ...]  # (version prefix, profile), longest prefix first
+    default: str
+
+
 @dataclass(frozen=True)
 class Methods:
-    methods: dict[str, dict[str, Any]]
+    methods: dict[str, MethodSpec]
     unsupported: dict[str, str]
-    engines: dict[str, dict[str, Any]]
+    engines: dict[str, EngineVersions]
     unpriced_rows: dict[str, str]
 
-    def engine_profile(self, engine: str, version: Any, group: str) -> str:
+    def engine_profile(self, engine: str, version: object, group: str) -> str:
         """The engine profile a row ran on: by its group, then its stated version, then the default."""
-        spec = self.engines.get(engine, {})
-        if group in (spec.get("groups") or {}):
-            return str(spec["groups"][group])
+        spec = self.engines.get(engine)
+        if spec is None:
+            return engine
+        if group in spec.groups:
+            return spec.groups[group]
         text = str(version) if isinstance(version, str) else ""
-        for prefix, profile in sorted((spec.get("versions") or {}).items(), key=lambda kv: -len(kv[0])):
-            if text.startswith(str(prefix)):
-                return str(profile)
-        return str(spec.get("default", engine))
+        for prefix, profile in spec.versions:
+            if text.startswith(prefix):
+                return profile
+        return spec.default
+
+
+def _mapping(raw: object, where: str) -> Mapping[object, object]:
+    """A mapping of data/methods.yaml as parsed (None: empty)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise SpecsimError(f"data/methods.yaml: {where}: expected a mapping, got {raw!r}")
+    return raw
+
+
+def _shape(raw: object, where: str) -> dict[str, int]:
+    out = {}
+    for key, value in _mapping(raw, where).items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecsimError(f"data/methods.yaml: {where}.{key}: expected an integer, got {value!r}")
+        out[str(key)] = value
+    return out
+
+
+def _method(name: str, raw: Mapping[object, object]) -> MethodSpec:
+    where = f"methods.{name}"
+    shape = raw.get("tree") or raw.get("chain") or raw.get("lookahead")
+    by_size = _mapping(raw.get("by_size"), f"{where}.by_size")
+    groups = raw.get("by_size_groups")
+    return MethodSpec(str(raw["method"]), _shape(shape, where), "tree" in raw,
+                      tuple((float(str(t)), _shape(by_size[t], f"{where}.by_size"))
+                            for t in sorted(by_size, key=lambda t: float(str(t)))),
+                      None if not isinstance(groups, list) else tuple(str(g) for g in groups),
+                      str(raw.get("default_draft", "")), str(raw.get("source", "")))
+
+
+def _engine(name: str, raw: Mapping[object, object]) -> EngineVersions:
+    versions = _mapping(raw.get("versions"), f"engines.{name}.versions")
+    return EngineVersions({str(g): str(p) for g, p in _mapping(raw.get("groups"), f"engines.{name}.groups").items()},
+                          tuple(sorted(((str(v), str(p)) for v, p in versions.items()), key=lambda kv: -len(kv[0]))),
+                          str(raw.get("default", name)))
 
 
 @lru_cache(maxsize=1)
 def methods() -> Methods:
     path = Path(str(resources.files("specsim.validation"))) / "data" / "methods.yaml"
     data = read_mapping(path)
-    return Methods(dict(data["methods"]), dict(data.get("unsupported") or {}), dict(data.get("engines") or {}),
-                   dict(data.get("unpriced_rows") or {}))
+    engines = _mapping(data.get("engines"), "engines")
+    return Methods({str(k): _method(str(k), _mapping(v, f"methods.{k}"))
+                    for k, v in _mapping(data["methods"], "methods").items()},
+                   {str(k): str(v) for k, v in _mapping(data.get("unsupported"), "unsupported").items()},
+                   {str(k): _engine(str(k), _mapping(v, f"engines.{k}")) for k, v in engines.items()},
+                   {str(k): str(v) for k, v in _mapping(data.get("unpriced_rows"), "unpriced_rows").items()})
 
 
 @lru_cache(maxsize=64)
@@ -81,20 +183,18 @@ def _size_b(model: str) -> float:
         return float("nan")
 
 
-def _defaults(spec: dict[str, Any], row: pd.Series) -> dict[str, Any]:
+def _defaults(spec: MethodSpec, row: pd.Series) -> dict[str, int]:
     """The method's default shape for this row (by target size and group where the data says so)."""
-    shape = dict(spec.get("tree") or spec.get("chain") or spec.get("lookahead") or {})
-    by_size = spec.get("by_size") or {}
-    groups = spec.get("by_size_groups")
-    if by_size and (groups is None or row["group"] in groups):
+    shape = dict(spec.shape)
+    if spec.by_size and (spec.by_size_groups is None or row["group"] in spec.by_size_groups):
         size = _size_b(str(row["model"]))
-        for threshold in sorted(by_size, key=float):
-            if np.isfinite(size) and size >= 0.8 * float(threshold):
-                shape.update(by_size[threshold])
+        for threshold, overrides in spec.by_size:
+            if np.isfinite(size) and size >= 0.8 * threshold:
+                shape.update(overrides)
     return shape
 
 
-def map_row(row: pd.Series) -> tuple[dict[str, Any] | None, str]:
+def map_row(row: pd.Series) -> tuple[GridRow | None, str]:
     """(grid row, '') for a priceable published result, or (None, reason)."""
     engine = str(row["engine"]).strip().lower()
     if engine not in ENGINES:
@@ -117,44 +217,55 @@ def map_row(row: pd.Series) -> tuple[dict[str, Any] | None, str]:
         if reason := _loads(kind, name):
             return None, reason
     shape = _defaults(spec, row)
-    profile = m.engine_profile(engine, row.get("engine_version"), str(row["group"]))
-    grid: dict[str, Any] = {"id": row["id"], "hardware": hardware, "model": str(row["model"]).strip(),
-                            "engine": profile, "draft": spec["method"], "weight_dtype": "bf16", "kv_dtype": "bf16"}
-    method = spec["method"]
-    if method == "draft_model":
-        name = row["draft_model"] if isinstance(row["draft_model"], str) else spec.get("default_draft", "")
+    draft_name = spec.method
+    if spec.method == "draft_model":
+        name = row["draft_model"] if isinstance(row["draft_model"], str) else spec.default_draft
         name = name.split(" (")[0].strip()  # "llama-3.1-8b (fp8)" -> "llama-3.1-8b"
         if not name or _loads("model", name):
             return None, f"draft model '{name or row['draft_model']}' is not in the catalogue"
-        grid["draft"] = name
+        draft_name = name
     k = row["k"] if np.isfinite(row["k"]) else shape.get("k")
     if k is None:
         return None, "draft length not stated and no default"
-    grid["k"] = int(k)
-    tree = str(row["shape"]).strip() == "tree" or ("tree" in spec and str(row["shape"]).strip() != "chain")
-    if tree and "tree" in spec:
-        grid["topk"] = int(row["topk"]) if np.isfinite(row["topk"]) else shape.get("topk", 1)
-        ndt = row["num_draft_tokens"] if np.isfinite(row["num_draft_tokens"]) else shape.get("num_draft_tokens")
-        grid["num_draft_tokens"] = int(ndt) if ndt is not None else None
-    if method == "lookahead":
-        grid["window"], grid["guesses"] = shape.get("window", 7), shape.get("guesses", 7)
     gpus = int(row["num_gpus"]) if np.isfinite(row["num_gpus"]) else 1
     tp = int(row["tp"]) if np.isfinite(row["tp"]) else 1
     # eager loops load models larger than one GPU with accelerate's device_map (the EAGLE / Medusa
     # repositories' from_pretrained(device_map="auto")): layers split over GPUs, run one after another
     pipeline = engine == "hf" and tp <= 1 and (gpus > 1 or _too_big(str(row["model"]), hardware))
-    grid["tp"] = 1 if pipeline else max(tp, 1)
-    grid["check_memory"] = not pipeline
-    grid["batch"] = int(row["batch"]) if np.isfinite(row["batch"]) else 1
-    grid["context"] = int(row["context"]) if np.isfinite(row["context"]) else DEFAULT_CONTEXT
-    if np.isfinite(row["acceptance_length"]):
-        grid["acceptance_length"] = float(row["acceptance_length"])
-    # what the acceptance prior is looked up for (priors mode): the benchmark and the sampling temperature
-    if isinstance(row.get("dataset"), str) and row["dataset"].strip():
-        grid["task"] = row["dataset"].strip()
-    if np.isfinite(row.get("temperature", np.nan)):
-        grid["temperature"] = float(row["temperature"])
+    grid: GridRow = {
+        "id": row["id"], "hardware": hardware, "model": str(row["model"]).strip(),
+        "engine": m.engine_profile(engine, row.get("engine_version"), str(row["group"])), "draft": draft_name,
+        "weight_dtype": "bf16", "kv_dtype": "bf16", "k": int(k), **_draft_shape(spec, shape, row),
+        "tp": 1 if pipeline else max(tp, 1), "check_memory": not pipeline,
+        "batch": int(row["batch"]) if np.isfinite(row["batch"]) else 1,
+        "context": int(row["context"]) if np.isfinite(row["context"]) else DEFAULT_CONTEXT, **_stated(row)}
     return grid, ""
+
+
+def _draft_shape(spec: MethodSpec, shape: Mapping[str, int], row: pd.Series) -> DraftShape:
+    """A tree's topk and size (where the row or the method drafts a tree), lookahead's window and guesses."""
+    out: DraftShape = {}
+    tree = str(row["shape"]).strip() == "tree" or (spec.tree and str(row["shape"]).strip() != "chain")
+    if tree and spec.tree:
+        out["topk"] = int(row["topk"]) if np.isfinite(row["topk"]) else shape.get("topk", 1)
+        ndt = row["num_draft_tokens"] if np.isfinite(row["num_draft_tokens"]) else shape.get("num_draft_tokens")
+        out["num_draft_tokens"] = int(ndt) if ndt is not None else None
+    if spec.method == "lookahead":
+        out["window"], out["guesses"] = shape.get("window", 7), shape.get("guesses", 7)
+    return out
+
+
+def _stated(row: pd.Series) -> Stated:
+    """The source's measured acceptance, and what the acceptance prior is looked up for (priors mode): the
+    benchmark and the sampling temperature."""
+    out: Stated = {}
+    if np.isfinite(row["acceptance_length"]):
+        out["acceptance_length"] = float(row["acceptance_length"])
+    if isinstance(row.get("dataset"), str) and row["dataset"].strip():
+        out["task"] = row["dataset"].strip()
+    if np.isfinite(row.get("temperature", np.nan)):
+        out["temperature"] = float(row["temperature"])
+    return out
 
 
 def to_grid(corpus: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:

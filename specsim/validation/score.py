@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,8 +40,10 @@ def fit_groups() -> dict[str, str]:
     path = Path(str(resources.files("specsim.validation"))) / "data" / "fits.yaml"
     if not path.is_file():
         return {}
-    data = read_mapping(path)
-    return {str(g): str(why) for g, why in (data.get("groups") or {}).items()}
+    groups = read_mapping(path).get("groups") or {}
+    if not isinstance(groups, dict):
+        raise SpecsimError(f"{path}: 'groups' must map each group to the figures fitted on it")
+    return {str(g): str(why) for g, why in groups.items()}
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,6 @@ class GroupStats:
     baseline_n: int = 0
     baseline_error: float = float("nan")
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass(frozen=True)
 class Crossover:
@@ -72,8 +70,16 @@ class Crossover:
     anchored: int | None
     priors: int | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "batches": list(self.batches)}
+
+@dataclass(frozen=True)
+class PublishedSummary:
+    """What `validate --published -f json` writes: the groups' and the overall errors, the crossovers, and the
+    unpriced rows by reason."""
+
+    groups: tuple[GroupStats, ...]
+    overall: dict[str, GroupStats]  # by mode, rows whose hardware is stated
+    crossovers: tuple[Crossover, ...]
+    unmapped: dict[str, int]  # reason -> rows
 
 
 @dataclass(frozen=True)
@@ -89,14 +95,9 @@ class PublishedReport:
             sel = sel[sel["hardware_stated"]]
         return _stats("overall" + (" (hardware stated)" if stated_only else ""), mode, sel, True, "all")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "groups": [g.to_dict() for g in self.groups],
-            "overall": {m: self.overall(m).to_dict() for m in MODES},
-            "crossovers": [c.to_dict() for c in self.crossovers],
-            "unmapped": {str(k): int(v) for k, v in self.unmapped.value_counts().items()},
-            "rows": self.rows.replace({np.nan: None}).to_dict(orient="records"),
-        }
+    def summary(self) -> PublishedSummary:
+        return PublishedSummary(self.groups, {m: self.overall(m) for m in MODES}, self.crossovers,
+                                {str(k): int(v) for k, v in self.unmapped.value_counts().items()})
 
 
 def _stats(group: str, mode: str, rows: pd.DataFrame, stated: bool, role: str) -> GroupStats:
@@ -199,7 +200,7 @@ def score(corpus: pd.DataFrame | None = None, engines: Mapping[str, EngineProfil
     return PublishedReport(rows, tuple(stats), tuple(pending() if pending is not None else ()), unmapped)
 
 
-def _beside(fn: Callable[..., list[Crossover]], *args: Any) -> Callable[[], list[Crossover]]:
+def _beside(fn: Callable[..., list[Crossover]], *args: object) -> Callable[[], list[Crossover]]:
     """`fn(*args)` started in a forked worker when this machine has a second CPU and forks (else run here,
     when asked for); returns what gives its result."""
     import multiprocessing

@@ -13,7 +13,10 @@ import pytest
 from specsim.acceptance import reference as ref
 from specsim.acceptance.chain import AcceptanceProfile, expected_tokens, tokens_distribution
 from specsim.acceptance.check import chi_square_test
-from specsim.acceptance.trees import Tree, best_tree, chain, medusa_tree, sibling_probs_multicandidate
+from specsim.acceptance.sibling_probs import sibling_probs_multicandidate
+from specsim.acceptance.tree_search import best_tree
+from specsim.acceptance.tree_shapes import chain, medusa_tree
+from specsim.acceptance.trees import Tree
 from specsim.errors import SpecsimError
 
 Z_LIMIT = 4.0

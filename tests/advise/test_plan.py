@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from specsim.advise.plan import plan_scenario as plan
-from specsim.advise.simulation import make_setup, requests_at
+from specsim.advise.simulation import make_setup
+from specsim.advise.traffic import requests_at
 from specsim.errors import SpecsimError
 from specsim.plan.summary import plan_dict
 from specsim.scenario.scenario import load_scenario, parse_scenario
 from specsim.scenario.traffic import Gamma, Lognormal
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import meets_slo
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 from tests._cli import run
 
 BASE = """\
@@ -114,29 +115,29 @@ def test_tighter_slo_needs_more_replicas_and_the_configs_follow(tmp_path: Path) 
     tight_s = load_scenario(_slo_scenario(tmp_path, 5))
     tight = plan(tight_s)
     assert loose.serving is not None and tight.serving is not None
-    assert loose.serving["meets_slo"] and tight.serving["meets_slo"]
-    assert tight.serving["replicas"] > loose.serving["replicas"]
+    assert loose.serving.meets_slo and tight.serving.meets_slo
+    assert tight.serving.replicas > loose.serving.replicas
     # the choice holds up on its own, re-simulated here: the SLO met at n replicas and missed at n - 1
     sv = tight.serving
-    policy = SpecPolicy.parse(sv["policy"])
-    setup = make_setup(tight_s, policy=policy, draft=None if sv["method"] == "none" else sv["draft"])
-    req = requests_at(setup.traffic, sv["target_rate_rps"], setup.seed, sv["requests"])
-    assert req.n == sv["requests"]
+    policy = Policy.parse(sv.policy)
+    setup = make_setup(tight_s, policy=policy, draft=None if sv.method == "none" else sv.draft)
+    req = requests_at(setup.traffic, sv.target_rate_rps, setup.seed, sv.requests)
+    assert req.n == sv.requests
     eng = setup.engine(policy)
     mix = setup.mix()[0] if policy.enabled else None
     slo = setup.slo
     assert slo is not None
-    n = sv["replicas"]
+    n = sv.replicas
     at_n = simulate(req.thin(1 / n, setup.seed), eng, setup.cost(), mix, setup.seed)
     assert meets_slo(at_n, slo)
     if n > 1:
         fewer = simulate(req.thin(1 / (n - 1), setup.seed), eng, setup.cost(), mix, setup.seed)
         assert not meets_slo(fewer, slo)
     # plain decoding cannot go below one sequence's step time per token: out of reach at any count
-    assert not sv["baseline"]["meets_slo"] and "no number of replicas" in plan_dict(tight)["recommendation"]
+    assert not sv.baseline.meets_slo and "no number of replicas" in plan_dict(tight)["recommendation"]
     # the engine configs follow the simulated choice
     data = plan_dict(tight)
-    assert data["policy"] == tight.policy and data["serving"]["policy"] == sv["policy"]
+    assert data["policy"] == tight.policy.records() and data["serving"]["policy"] == sv.policy
     if policy.enabled:
         cfg = data["engine_configs"]["vllm"]["--speculative-config"]
         assert cfg["num_speculative_tokens"] == policy.max_k

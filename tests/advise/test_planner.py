@@ -14,20 +14,18 @@ from specsim.advise.planner import (
     analytic_schedule,
     chain,
     kv_capacity_tokens,
-    policy_from_segments,
-    policy_segments,
 )
 from specsim.cost.forward import forward_time_s
 from specsim.drafts.build import make_draft
 from specsim.drafts.priors import REFERENCE_K
-from specsim.plan.optimize import target_of
+from specsim.plan.decide import target_of
 from specsim.scenario.scenario import parse_scenario
 from specsim.scenario.serving import EngineConfig
 from specsim.scenario.traffic import Requests
 from specsim.scenario.workload import AcceptanceMix, Workload
 from specsim.simulate.engine import simulate
 from specsim.step.evaluate import Target, config_metrics, memory_per_gpu, step_arrays
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +75,7 @@ def test_constant_concurrency_floor_against_the_planner(eight_b: tuple[Target, l
     for d in drafts:
         cost = PlannerCost(t, d)
         for n, prompt in ((1, 500), (16, 3000), (64, 12_000), (200, 1500)):
-            res = simulate(Requests.at_once(n, prompt, 201), EngineConfig(256, 10**7, 10**8, SpecPolicy.static(k)),
+            res = simulate(Requests.at_once(n, prompt, 201), EngineConfig(256, 10**7, 10**8, Policy.static(k)),
                            cost, AcceptanceMix.constant(1.0))
             st = res.steps
             idx = np.flatnonzero((st.decode_batch == n) & (st.prefill_tokens == 0))
@@ -123,14 +121,14 @@ def test_acceptance_from_alphas_task_prior_and_the_draft(eight_b: tuple[Target, 
     assert mix_d.classes[0].conditional(3).tolist() == [0.75, 0.75, 0.75]
 
 
-def test_policy_segments_round_trip() -> None:
-    for p in (SpecPolicy.static(4), SpecPolicy.static(3, 64), SpecPolicy(0, ((1, 16, 4), (17, 64, 2))),
-              SpecPolicy(1, ((1, 8, 5),), 100), SpecPolicy.off()):
-        segs = policy_segments(p, 256)
-        assert segs[0]["batch_from"] == 1 and segs[-1]["batch_to"] == 256
-        back = policy_from_segments(segs)
+def test_policy_bands_round_trip() -> None:
+    for p in (Policy.static(4), Policy.static(3, 64), Policy(0, ((1, 16, 4), (17, 64, 2))),
+              Policy(1, ((1, 8, 5),), 100), Policy.off()):
+        segs = p.as_bands(256).schedule
+        assert segs[0].batch_from == 1 and segs[-1].batch_to == 256
+        back = p.as_bands(256).as_run()
         np.testing.assert_array_equal(back.k_table(256), p.k_table(256))
-        assert SpecPolicy.parse(p.label).k_table(256).tolist() == p.k_table(256).tolist()
+        assert Policy.parse(p.label).k_table(256).tolist() == p.k_table(256).tolist()
 
 
 def test_analytic_schedule_is_the_fastest_k_at_each_batch(eight_b: tuple[Target, list]) -> None:

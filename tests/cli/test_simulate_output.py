@@ -19,7 +19,7 @@ from specsim.advise.simulation import make_setup
 from specsim.cli._format import fmt_value
 from specsim.scenario.scenario import load_scenario
 from specsim.scenario.traffic import generate_requests
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 from tests._cli import run
 from tests.corpus.harness import ROOT, invoke
 
@@ -138,12 +138,12 @@ def test_sweep_fits_80_columns_and_says_what_the_rate_means(fmt: str) -> None:
     assert "7.11 requests/s" in note  # 4 x 12 / 6.75
     # ... and that is the rate the simulated requests arrive at: the swept traffic at rate 4, run in full
     s = load_scenario(CHAT)
-    full = make_setup(s, draft="eagle3", policy=SpecPolicy.static(3)).traffic.with_rate(4.0)
+    full = make_setup(s, draft="eagle3", policy=Policy.static(3)).traffic.with_rate(4.0)
     req = generate_requests(full, 0)
     assert req.n == 3000 and req.arrival_s[-1] < 3600  # the scenario's 3,000 requests all within the start hour
     assert req.mean_rate_rps == pytest.approx(4 * factor, rel=0.1)
     # the "arrived" column: the mean arrival rate of the 200 requests each rate simulated
-    swept = make_setup(s, requests=200, draft="eagle3", policy=SpecPolicy.static(3)).traffic
+    swept = make_setup(s, requests=200, draft="eagle3", policy=Policy.static(3)).traffic
     arrived = {rate: generate_requests(swept.with_rate(rate), 0).mean_rate_rps for rate in (4.0, 8.0, 12.0)}
     csv = pd.read_csv(StringIO(invoke(*args, "-f", "csv").out))
     if fmt == "markdown":

@@ -128,6 +128,18 @@ def test_evaluate_tree_from_alpha(capsys, tmp_path: Path) -> None:
         (("--alpha", "0.5", "--k", "3", "-c", "0.1", "--batch", "0"), "--batch"),
         (("--alpha", "0.5", "--alphas", "0.5", "--k", "3", "-c", "0.1"), "only one"),
         (("--alphas", "0.9,0.8", "--k", "3", "-c", "0.1"), "exceeds the 2 positions"),
+        (("--alpha", "0.5", "--k", "3", "-H", "h999", "-m", "llama-3.1-8b", "-d", "eagle3"), "unknown hardware 'h999'"),
+        (("--alpha", "0.5", "--k", "3", "-H", "h100-sxm", "-m", "llama-9000", "-d", "eagle3"), "unknown model"),
+        (("-H", "h100-sxm", "-m", "llama-3.1-8b", "--k", "3"), "needs all of --hardware, --model and --draft"),
+        (("--tree", str(DATA / "absent.yaml"), "--alpha", "0.5", "-c", "0.05"), "no such tree file"),
+        (("--alpha", "0.5", "--k", "3", "--sibling-probs", "0.5", "-c", "0.05"), "--sibling-probs applies to --tree"),
+        (("--acceptance-length", "6", "--k", "4", "-c", "0.05"), "[1, k+1] = [1, 5]"),
+        (("--alpha", "0.5", "--k", "3", "-c", "0.1", "-o", "x.csv"), "--output applies to --grid only"),
+        (
+            ("-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "llama-3.2-1b", "--k", "4", "--batch", "100",
+             "--context", "4096"),
+            "does not fit",
+        ),
     ],
 )
 def test_bad_input_one_line_exit_2(capsys, args: tuple[str, ...], message: str) -> None:
@@ -135,6 +147,16 @@ def test_bad_input_one_line_exit_2(capsys, args: tuple[str, ...], message: str) 
     assert code == 2
     assert message in err and err.count("\n") == 1 and err.startswith("error: ")
     assert "Traceback" not in err
+
+
+def test_evaluate_real_route_table_and_json(capsys) -> None:
+    args = ("-H", "h100-sxm", "-m", "llama-3.1-8b", "--draft", "eagle3", "--alpha", "0.8", "--k", "4", "--batch", "8")
+    d = evaluate_json(capsys, *args)
+    assert set(REQUIRED) <= set(d) and d["fits_memory"] is True and d["k"] == 4 and d["tp"] == 1
+    assert d["memory_gib_per_gpu"] < d["memory_capacity_gib"] and d["acceptance"] == "alpha=0.8"
+    assert d["cost_source"].startswith("roofline cost model: llama-3.1-8b on 1x h100-sxm")
+    code, out, _ = run(capsys, "evaluate", *args)
+    assert code == 0 and "memory per GPU (GiB)" in out and "speculative step: eagle3 k=4, batch 8" in out
 
 
 def test_validate_command_passes_and_reports(capsys) -> None:

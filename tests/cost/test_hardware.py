@@ -78,7 +78,7 @@ def test_moe_kernel_field(tmp_path: Path) -> None:
     """moe_kernel: "grouped" unless a profile names SGLang's Triton kernel; moe_tuned_configs lists the tuned
     config files (E and N read from the SGLang file name; quantised configs name a dtype and are not 16-bit
     shapes); both survive a round trip through the YAML a fit writes."""
-    from specsim.calibration.fit import write_profile
+    from specsim.calibration.writing import write_profile
     from specsim.cost.hardware import profiles_dir
 
     assert load_hardware("h100-sxm").moe_kernel == "grouped" and not load_hardware("h100-sxm").moe_tuned_configs
@@ -112,7 +112,7 @@ def test_moe_kernel_trtllm_gen(tmp_path: Path) -> None:
     """B300 and GB200 run FlashInfer's TRT-LLM-gen bf16 MoE (NVIDIA's tables: vLLM's flashinfer_trtllm
     bf16 experts): moe_kernel trtllm_gen, with its weight-stream rate moe_memory, survives the YAML a fit
     writes; it takes no tuned-config list (that is SGLang's Triton kernel's)."""
-    from specsim.calibration.fit import write_profile
+    from specsim.calibration.writing import write_profile
     from specsim.cost.hardware import profiles_dir
 
     for name in ("b300", "gb200"):

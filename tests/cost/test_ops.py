@@ -131,16 +131,16 @@ def test_ops_time_each_distinct_token_count_once() -> None:
 @pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm", "b300"])
 @pytest.mark.parametrize(("model", "tp"), [("mixtral-8x7b", 1), ("mixtral-8x7b", 4), ("qwen3-30b-a3b", 1)])
 def test_forward_pass_moe_equals_moe_time_s(gpu: str, model: str, tp: int) -> None:
-    """The forward pass prices a MoE layer's experts (up + down + routing) as roofline.moe_time_s does for
+    """The forward pass prices a MoE layer's experts (up + down + routing) as moe.moe_time_s does for
     the same shape (random routing, the per-GPU expert width): one physics for the tables and the pass,
     both sides of SGLang's default-config switch at tokens = experts, tuned shapes (Mixtral at tp 4:
     width 3584 on the A100) and untuned, and on the B300 the TRT-LLM-gen kernel's token tiles (8 to 64
     tokens per expert tile across these token counts)."""
-    from specsim.cost import roofline as rl
+    from specsim.cost.moe import moe_time_s
 
     m, hw = load_model(model), load_hardware(gpu)
     tokens = np.array([1.0, 4.0, 8.0, 9.0, 64.0, 128.0, 129.0, 512.0, 4096.0])
     ops = {o.name: o for o in layer_ops(m, hw, make_shape(tokens, 1, 1024, tp=tp))}
     pass_s = ops["up"].time_s + ops["down"].time_s + ops["moe_routing"].time_s
-    want = rl.moe_time_s(tokens, m.hidden, m.moe_intermediate / tp, m.n_experts, m.top_k, hw)[0]
+    want = moe_time_s(tokens, m.hidden, m.moe_intermediate / tp, m.n_experts, m.top_k, hw)[0]
     assert pass_s == pytest.approx(want, rel=1e-9)

@@ -108,7 +108,7 @@ def test_an_ngram_request_without_a_match_verifies_only_its_own_token() -> None:
     B x (1 + drafted) tokens, drafted from the tokens per step — a mean over sequences that verify 1 or
     k + 1, priced between the neighbouring whole counts; TensorRT-LLM verifies B x (k + 1) always."""
     from specsim.drafts.build import make_draft
-    from specsim.drafts.draft import ngram_drafted_tokens
+    from specsim.drafts.families.lookup import ngram_drafted_tokens
     from specsim.step.evaluate import Target, step_arrays
 
     hw, m = load_hardware("h100-sxm"), load_model("llama-3.1-8b")

@@ -10,7 +10,10 @@ from specsim.cli.main import main
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import make_shape
 from specsim.errors import SpecsimError
-from specsim.plan.optimize import plan, solve_concurrency, target_of
+from specsim.plan.arrival import solve_concurrency
+from specsim.plan.decide import target_of
+from specsim.plan.optimize import plan
+from specsim.plan.result import BandDecision
 from specsim.plan.summary import plan_dict
 from specsim.scenario.scenario import load_scenario, parse_scenario
 
@@ -179,7 +182,8 @@ def test_engine_configs_follow_policy(capsys) -> None:
 def test_sglang_tree_bands_carry_the_backend_caveat() -> None:
     """SGLang runs topk > 1 on other kernels than chains (FlashInfer instead of FA3 on Hopper), which the
     model does not price: a tree band's SGLang flags carry the caveat, a chain's do not."""
-    from specsim.plan.engine_configs import SGLANG_TREE_CAVEAT, engine_configs
+    from specsim.engines.configs.sglang import SGLANG_TREE_CAVEAT
+    from specsim.plan.engine_configs import engine_configs
 
     tree = engine_configs("eagle3", [{"batch_from": 1, "batch_to": 8, "k": 5, "topk": 4, "num_draft_tokens": 12},
                                      {"batch_from": 9, "batch_to": 64, "k": 3}])
@@ -285,20 +289,21 @@ def test_plan_picks_bigger_trees_at_batch_1_than_at_batch_64() -> None:
     assert quiet.num_draft_tokens is not None and quiet.topk > 1  # a tree at batch 1
     assert verify["quiet"] > verify["busy"]
     # the policy never grows with load (ordered by verification tokens)
-    tokens = [seg["verify_tokens"] for seg in p.policy if seg["k"] >= 0]
+    tokens = [seg.verify_tokens for seg in p.policy.schedule if seg.k >= 0]
     assert tokens == sorted(tokens, reverse=True)
 
 
 def test_chosen_tree_tokens_per_step_by_an_independent_route() -> None:
     """The planner's tokens per step for its tree equals building EAGLE-2's tree from the hazard
     sibling probabilities and summing path probabilities (trees.Tree.expected_tokens)."""
-    from specsim.acceptance.trees import eagle2_tree, sibling_probs_hazard
+    from specsim.acceptance.sibling_probs import sibling_probs_hazard
+    from specsim.acceptance.tree_shapes import eagle2_tree
 
     p = plan(parse_scenario(_tree_scenario(), "x"))
     bp = next(bp for bp in p.buckets if bp.num_draft_tokens)
     probs = sibling_probs_hazard(np.full(bp.k, 0.7), bp.topk)
     tree = eagle2_tree(probs, bp.topk, bp.k, bp.num_draft_tokens)
-    assert bp.rows[0]["tokens_per_step"] == pytest.approx(float(tree.expected_tokens(probs)), rel=1e-12)
+    assert bp.rows[0].tokens_per_step == pytest.approx(float(tree.expected_tokens(probs)), rel=1e-12)
 
 
 def test_measured_acceptance_has_no_band_and_no_prior_note() -> None:
@@ -317,14 +322,14 @@ def test_prior_note_and_band_in_every_objective(objective: str) -> None:
     assert data["acceptance"]["eagle3"]["prior"] and data["acceptance"]["eagle3"]["entry"]
     a = data["acceptance"]["eagle3"]
     assert a["tau_low"] < a["tau_central"] < a["tau_high"]
-    assert p.band is not None and p.band["low"]["gain"] <= p.band["central"]["gain"] <= p.band["high"]["gain"]
+    assert p.band is not None and p.band.low.gain <= p.band.central.gain <= p.band.high.gain
     assert "acceptance band" in data["recommendation"] or "measure first" in data["recommendation"]
 
 
 def test_recommendation_says_measure_first_when_the_band_flips_it() -> None:
     """Near a draft model's crossover the prior's low end loses where its central case pays: the plan
     says the answer depends on acceptance; at batch 1 the same draft pays across the band."""
-    def rec(batch: int) -> tuple[dict, str]:
+    def rec(batch: int) -> tuple[BandDecision | None, str]:
         s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-70b", "tp": 8, "max_k": 6,
                             "drafts": [{"method": "draft_model", "model": "llama-3.2-1b", "draft_tp": 1}],
                             "load": {"buckets": [{"batch": batch, "context": 2048}]}}, "x")
@@ -332,11 +337,12 @@ def test_recommendation_says_measure_first_when_the_band_flips_it() -> None:
         return p.band, plan_dict(p)["recommendation"]
 
     band, text = rec(1)
-    assert band["robust"] and "holds across" in text
+    assert band is not None and band.robust and "holds across" in text
     found = False
     for batch in (32, 48, 64, 96, 128, 160, 192, 256):
         band, text = rec(batch)
-        if not band["robust"]:
+        assert band is not None
+        if not band.robust:
             assert "depends on acceptance" in text and "measure first" in text
             found = True
             break

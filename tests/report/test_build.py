@@ -20,7 +20,7 @@ from specsim.cli.main import main
 from specsim.drafts.build import make_draft
 from specsim.errors import SpecsimError
 from specsim.plan import capacity as capacity_mod
-from specsim.plan.optimize import target_of
+from specsim.plan.decide import target_of
 from specsim.plan.summary import plan_dict
 from specsim.report import assemble, context, write
 from specsim.report.html import markdown_to_html
@@ -256,7 +256,7 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
     rm = policy.rate_model(c)
     a = s.arrival
     assert a is not None and c.plan.arrival is not None and c.draft is not None
-    assert rm.slo_ms == pytest.approx(c.plan.arrival["baseline_ms_per_token"])
+    assert rm.slo_ms == pytest.approx(c.plan.arrival.baseline_ms_per_token)
     none = make_draft("none", s.model)
     estimate = capacity_mod.max_rate_rps(rm.curves[0], rm.slo_ms, rm.prefill_s, a.output_tokens)
     base = capacity_mod.solver_max_rate(c.t, none, 0, a, rm.slo_ms, estimate)

@@ -15,10 +15,11 @@ from matplotlib.lines import Line2D
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import make_shape
 from specsim.engines.passes import pass_time_s
-from specsim.plan.optimize import evaluate_draft
+from specsim.plan.candidates import evaluate_draft
 from specsim.report import assemble, context
-from specsim.report import figures as fg
 from specsim.report.context import Ctx
+from specsim.report.figures.drawing import new_figure
+from specsim.report.figures.saving import save_png
 from specsim.report.sections.speedup import speedup_section
 from specsim.report.sections.verification import verification_section
 from specsim.scenario.scenario import load_scenario
@@ -61,7 +62,7 @@ def layout_problems(fig: Figure) -> list[str]:
 
 
 def test_layout_check_sees_a_clipped_title_and_a_hidden_label() -> None:
-    fig, (ax,) = fg._figure(5.2, 4.6)
+    fig, (ax,) = new_figure(5.2, 4.6)
     ax.plot([1, 2], [1, 2], label="a")
     ax.plot([1, 2], [2, 1], label="b")
     ax.annotate("peak", (1.95, 1.95))
@@ -131,7 +132,7 @@ def test_tree_buckets_sit_on_or_under_a_curve_that_includes_trees() -> None:
         tree = bp.topk > 1
         marks = _line(ax, f"the plan's buckets: {'trees' if tree else 'chains'}")
         xs, ys = np.asarray(marks.get_xdata(), float), np.asarray(marks.get_ydata(), float)
-        want = sum(r["share"] * r["speedup"] for r in bp.rows)
+        want = sum(r.share * r.speedup for r in bp.rows)
         i = int(np.flatnonzero(xs == bp.bucket.batch)[0])
         assert ys[i] == pytest.approx(want)
         best = _line(ax, "best")
@@ -215,7 +216,7 @@ def test_saving_a_figure_once_gives_savefigs_pixels(tmp_path: Path) -> None:
     c = ctx("deepseek-v3-mtp")
     fig = speedup_section(c).figure
     assert fig is not None
-    fg.save_png(fig, str(tmp_path / "once.png"))
+    save_png(fig, str(tmp_path / "once.png"))
     fig.savefig(tmp_path / "twice.png", dpi=100, format="png")
     once, twice = mpimg.imread(tmp_path / "once.png"), mpimg.imread(tmp_path / "twice.png")
     assert once.shape == twice.shape and np.array_equal(once, twice)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from specsim.engines.configs.layout import JSON_WIDTH, pretty_json
 from specsim.errors import SpecsimError
-from specsim.plan.engine_configs import JSON_WIDTH, pretty_json
 from specsim.report import context, write
 from specsim.report.sections.speedup import pays_text, speedup_section
 from specsim.scenario.scenario import parse_scenario
@@ -47,7 +47,7 @@ def test_engine_configs_are_readable_blocks_and_files(tmp_path: Path) -> None:
     md = (out / "report.md").read_text()
     page = (out / "report.html").read_text()
     blocks = _code_blocks(md)
-    assert sorted(result["files"]) == sorted(f"engine-configs/{k}.json" for k in engines)
+    assert sorted(result.files) == sorted(f"engine-configs/{k}.json" for k in engines)
     for name, cfg in engines.items():
         path = out / "engine-configs" / f"{name}.json"
         assert json.loads(path.read_text()) == cfg  # the file is the plan's configuration, as JSON
@@ -153,7 +153,7 @@ def test_pays_column_falls_back_to_the_crossover_without_pays() -> None:
                 raise AttributeError(name)
             return getattr(self._inner, name)
 
-    top = c.plan.policy[-1]["batch_to"]
+    top = c.plan.policy.top_batch
     cases = (({"eagle3": 40}, "pays at batch 1-39"), ({"eagle3": None}, f"pays at every batch up to {top}"))
     for crossover, want in cases:
         old = dataclasses.replace(c, plan=OlderPlan(c.plan, crossover))  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from specsim.scenario.scenario import load_scenario
 from specsim.scenario.traffic import generate_requests
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 from tests.corpus.harness import ROOT, assert_clean_failure, invoke, snapshot
 
 BUNDLED = ROOT / "scenarios" / "chat-traffic-llama8b-h100.yaml"
@@ -31,7 +31,7 @@ def test_bundled_scenario_json_side_by_side() -> None:
     assert off["completed"] == on["completed"] == data["traffic"]["requests"] == 300
     # one seeded traffic: both runs emit exactly the same output tokens
     s = load_scenario(BUNDLED)
-    setup = make_setup(s, requests=300, policy=SpecPolicy.static(3), draft="eagle3")
+    setup = make_setup(s, requests=300, policy=Policy.static(3), draft="eagle3")
     req = generate_requests(setup.traffic, setup.seed)
     assert off["output_tok_s"] * off["window_s"] == pytest.approx(req.output_tokens.sum(), rel=1e-9)
     assert on["output_tok_s"] * on["window_s"] == pytest.approx(req.output_tokens.sum(), rel=1e-9)
@@ -48,7 +48,7 @@ def test_bundled_scenario_json_side_by_side() -> None:
     assert on["goodput_rps"] is not None and on["cost_per_mtok_usd"] > 0
     assert len(on["timeseries"]["decode_batch"]) == 200
     # the off run, re-simulated here, gives the same percentiles
-    res = simulate(req, setup.engine(SpecPolicy.off()), setup.cost(), None, setup.seed)
+    res = simulate(req, setup.engine(Policy.off()), setup.cost(), None, setup.seed)
     m = summarize(res, setup.slo, setup.pricing, bins=None)
     assert off["ttft_s"]["p99"] == pytest.approx(m.ttft_s.p99, rel=1e-12)
     assert off["tpot_s"]["p50"] == pytest.approx(m.tpot_s.p50, rel=1e-12)
@@ -108,7 +108,7 @@ def test_sweep_rates_policies_drafts_in_parallel() -> None:
     assert (frame.groupby("rate_rps").size() == 3).all()
     # a row re-simulated directly
     s = load_scenario(BUNDLED)
-    setup = make_setup(s, requests=200, policy=SpecPolicy.static(2), draft="eagle3")
+    setup = make_setup(s, requests=200, policy=Policy.static(2), draft="eagle3")
     assert sorted(frame["rate_rps"].round(9).unique()) == [4.0, 8.0]  # a rate curve scaled to these daily means
     row = frame[(frame["draft"] == "eagle3") & np.isclose(frame["rate_rps"], 8.0)].iloc[0]
     res = simulate(generate_requests(setup.traffic.with_rate(8.0), setup.seed), setup.engine(), setup.cost(),

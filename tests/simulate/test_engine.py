@@ -13,7 +13,7 @@ from specsim.scenario.workload import AcceptanceMix, WorkloadClass
 from specsim.simulate.cost import AnalyticCost
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 from .test_cost import RooflineLike
 
@@ -30,7 +30,7 @@ def test_constant_concurrency_steps_cost_decode_s(k: int) -> None:
     """Floor: N requests present at t=0, no prefill cost: every step lasts decode_s(N, ctx, k) (within 2%)."""
     n, prompt, output = 48, 3000, 401
     cost = NoPrefill()
-    res = simulate(Requests.at_once(n, prompt, output), EngineConfig(64, 8192 * 32, 10**7, SpecPolicy.static(k)),
+    res = simulate(Requests.at_once(n, prompt, output), EngineConfig(64, 8192 * 32, 10**7, Policy.static(k)),
                    cost, AcceptanceMix.constant(1.0))
     st = res.steps
     full = st.decode_batch == n
@@ -47,7 +47,7 @@ def test_constant_concurrency_steps_cost_decode_s(k: int) -> None:
 def test_mean_tokens_per_step_is_one_plus_expected_acceptance() -> None:
     alphas = (0.9, 0.8, 0.7, 0.6)
     mix = AcceptanceMix((WorkloadClass("c", 1, alphas),))
-    res = simulate(Requests.at_once(64, 100, 4001), EngineConfig(64, 8192, 10**7, SpecPolicy.static(4)),
+    res = simulate(Requests.at_once(64, 100, 4001), EngineConfig(64, 8192, 10**7, Policy.static(4)),
                    AnalyticCost(0.01), mix, seed=3)
     expected = 1 + np.cumprod(alphas).sum()  # E[1 + A] = 1 + sum_i P(A >= i)
     assert summarize(res, bins=None).tokens_per_decode_step == pytest.approx(expected, rel=0.01)
@@ -89,7 +89,7 @@ def test_littles_law_in_a_busy_speculative_run_with_preemption() -> None:
     tr = Traffic(Poisson(20.0), Lognormal(600, 0.8, max_tokens=4000), Lognormal(150, 0.8, max_tokens=1500),
                  num_requests=6000)
     req = generate_requests(tr, 5)
-    eng = EngineConfig(128, 2048, 120_000, SpecPolicy.static(3, disable_above_batch=96))
+    eng = EngineConfig(128, 2048, 120_000, Policy.static(3, disable_above_batch=96))
     res = simulate(req, eng, AnalyticCost(0.012, 3e-5, 3e-8, 0.004, 5e-5), mix, seed=5)
     m = summarize(res, bins=100)
     assert m.preemptions > 0 and m.completed == 6000
@@ -159,13 +159,13 @@ def test_requests_too_large_for_the_cache_are_rejected() -> None:
 
 def test_speculation_needs_an_acceptance_mix() -> None:
     with pytest.raises(SpecsimError, match="acceptance"):
-        simulate(Requests.at_once(1, 1, 2), EngineConfig(4, 64, 100, SpecPolicy.static(2)), AnalyticCost(0.01))
+        simulate(Requests.at_once(1, 1, 2), EngineConfig(4, 64, 100, Policy.static(2)), AnalyticCost(0.01))
 
 
 def test_deterministic_for_a_seed() -> None:
     tr = Traffic(Poisson(20.0), Lognormal(300, 0.7), Lognormal(80, 0.7), num_requests=800)
     mix = AcceptanceMix.constant(0.7)
-    eng = EngineConfig(32, 1024, 40_000, SpecPolicy.static(3))
+    eng = EngineConfig(32, 1024, 40_000, Policy.static(3))
     cost = AnalyticCost(0.01, 1e-4, 1e-8, 0.003, 2e-5)
     req = generate_requests(tr, 1)
     a, b = simulate(req, eng, cost, mix, seed=9), simulate(req, eng, cost, mix, seed=9)

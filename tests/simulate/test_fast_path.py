@@ -15,7 +15,7 @@ from specsim.scenario.workload import AcceptanceMix, WorkloadClass
 from specsim.simulate import engine as engine_mod
 from specsim.simulate.cost import AnalyticCost
 from specsim.simulate.engine import SimResult, simulate
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 MIX = AcceptanceMix((WorkloadClass("chat", 0.6, (0.8, 0.7, 0.6, 0.5, 0.4)),
                      WorkloadClass("code", 0.4, (0.95, 0.9, 0.85, 0.8, 0.75))))
@@ -57,15 +57,15 @@ CASES = [
     # (traffic, engine): light load (stretches end at arrivals), heavy load (a queue blocked by seats or budget),
     # a KV cache small enough to preempt and to reject the longest requests
     (Traffic(Poisson(2.0), Lognormal(300, 0.8, max_tokens=3000), Lognormal(120, 0.8, max_tokens=1200), 150),
-     EngineConfig(64, 4096, 10**6, SpecPolicy.static(3))),
+     EngineConfig(64, 4096, 10**6, Policy.static(3))),
     (Traffic(Gamma(30.0, 2.0), Lognormal(400, 0.8, max_tokens=3000), Lognormal(150, 0.8, max_tokens=1500), 300),
-     EngineConfig(16, 256, 10**6, SpecPolicy.static(4, disable_above_batch=12))),
+     EngineConfig(16, 256, 10**6, Policy.static(4, disable_above_batch=12))),
     (Traffic(Poisson(25.0), Lognormal(600, 0.8, max_tokens=4000), Lognormal(150, 0.8, max_tokens=1500), 400),
-     EngineConfig(128, 2048, 30_000, SpecPolicy.static(3, disable_above_batch=96))),
+     EngineConfig(128, 2048, 30_000, Policy.static(3, disable_above_batch=96))),
     (Traffic(Poisson(8.0), Lognormal(200, 0.6, max_tokens=2000), Lognormal(300, 0.6, max_tokens=2000), 200),
-     EngineConfig(32, 1024, 20_000, SpecPolicy.off())),
+     EngineConfig(32, 1024, 20_000, Policy.off())),
     (Traffic(Poisson(40.0), Lognormal(300, 0.8, max_tokens=6000), Lognormal(100, 0.8, max_tokens=800), 300),
-     EngineConfig(64, 1024, 2_500, SpecPolicy.static(5))),
+     EngineConfig(64, 1024, 2_500, Policy.static(5))),
 ]
 
 
@@ -95,7 +95,7 @@ def test_short_stretch_limits_and_buffer_refills(stretch_max: int, monkeypatch: 
     """Stretches cut by STRETCH_MAX, and runs long enough to refill the uniform draws' buffer several times."""
     monkeypatch.setattr(engine_mod, "STRETCH_MAX", stretch_max)
     req = Requests.at_once(200, 50, 4000)
-    eng = EngineConfig(200, 4096, 10**7, SpecPolicy.static(4))
+    eng = EngineConfig(200, 4096, 10**7, Policy.static(4))
     slow = simulate(req, eng, COST, MIX, seed=3, fast=False)
     assert int(slow.steps.decode_batch.sum()) > 3 * (1 << 16)  # draws: the buffer holds 65,536
     fast = simulate(req, eng, COST, MIX, seed=3)

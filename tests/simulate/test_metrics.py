@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from specsim.records import to_record
 from specsim.scenario.serving import SLO, EngineConfig, Pricing, cost_per_mtok_usd
 from specsim.scenario.traffic import Requests
 from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import AnalyticCost
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import Percentiles, summarize, weighted_percentile
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 
 def test_weighted_percentile_by_hand() -> None:
@@ -55,7 +56,7 @@ def test_cost_per_million_tokens_by_hand() -> None:
 
 def test_itl_per_token_and_per_step_with_speculation() -> None:
     # k = 2, every draft accepted: each 0.3 s step hands the request 3 tokens, 0.1 s each.
-    res = simulate(Requests.at_once(1, 1, 16), EngineConfig(4, 64, 1000, SpecPolicy.static(2)),
+    res = simulate(Requests.at_once(1, 1, 16), EngineConfig(4, 64, 1000, Policy.static(2)),
                    AnalyticCost(step_s=0.3), AcceptanceMix.constant(1.0))
     m = summarize(res, bins=None)
     assert m.itl_token_s.p50 == pytest.approx(0.1) and m.itl_token_s.p99 == pytest.approx(0.1)
@@ -64,7 +65,8 @@ def test_itl_per_token_and_per_step_with_speculation() -> None:
     assert m.tokens_per_decode_step == 3.0
 
 
-def test_to_dict_is_plain_data() -> None:
-    d = summarize(_two_waves(), SLO(1.0, 1.0)).to_dict()
+def test_record_is_plain_data() -> None:
+    d = to_record(summarize(_two_waves(), SLO(1.0, 1.0)))
     assert d["ttft_s"]["p50"] == 1.0 and isinstance(d["timeseries"]["time_s"], list)
-    assert _two_waves().to_dict()["output_tokens"] == 12
+    res = _two_waves()
+    assert int(res.requests.output_tokens[res.completed].sum()) == 12

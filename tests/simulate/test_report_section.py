@@ -10,7 +10,7 @@ from specsim.advise.simulation import make_setup
 from specsim.report.context import make_ctx
 from specsim.report.sections.serving import _hour_cases, _hours, serving_section
 from specsim.scenario.scenario import load_scenario
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 from tests.corpus.harness import ROOT
 
 
@@ -20,10 +20,11 @@ def chat():  # type: ignore[no-untyped-def]
 
 
 def test_batch_over_the_day_follows_the_rate_curve(chat) -> None:  # type: ignore[no-untyped-def]
-    setup = make_setup(chat, requests=200, policy=SpecPolicy.static(3), draft="eagle3")
+    setup = make_setup(chat, requests=200, policy=Policy.static(3), draft="eagle3")
     got = _hours(setup)
     assert got is not None
-    rates, rows = got
+    rates, frame = got
+    rows = frame.to_dict(orient="records")
     off = {r["hour"]: r for r in rows if r["policy"] == "off"}
     on = {r["hour"]: r for r in rows if r["policy"] == "k=3"}
     assert len(off) == len(on) == 24
@@ -47,14 +48,14 @@ def test_section_for_traffic_and_none_without(chat) -> None:  # type: ignore[no-
 
 
 def test_hours_at_one_rate_share_one_run(chat) -> None:  # type: ignore[no-untyped-def]
-    setup = make_setup(chat, requests=200, policy=SpecPolicy.static(3), draft="eagle3")
+    setup = make_setup(chat, requests=200, policy=Policy.static(3), draft="eagle3")
     got = _hour_cases(setup)
     assert got is not None
     rates, cases, _ = got
     assert len(cases) == 2 * len(set(rates.tolist())) < 2 * 24  # the curve repeats rates: fewer runs than hours
     hours = _hours(setup)
     assert hours is not None
-    rows = hours[1]
+    rows = hours[1].to_dict(orient="records")
     same = [h for h in range(1, 24) if rates[h] == rates[h - 1]]
     assert same
     for h in same:

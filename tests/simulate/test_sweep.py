@@ -12,7 +12,7 @@ from specsim.simulate.cost import AnalyticCost
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
 from specsim.simulate.sweep import grid, metrics_row, sweep
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 COST = AnalyticCost(0.01, 5e-5, 2e-8, 0.003, 3e-5)
 MIX = AcceptanceMix.constant(0.75)
@@ -21,7 +21,7 @@ MIX = AcceptanceMix.constant(0.75)
 def _cases():
     tr = Traffic(Poisson(1.0), Lognormal(300, 0.6), Lognormal(60, 0.6), num_requests=400)
     eng = EngineConfig(32, 1024, 50_000)
-    return grid(tr, eng, MIX, rates_rps=[4.0, 16.0], policies=[SpecPolicy.off(), SpecPolicy.static(3)], seeds=[1])
+    return grid(tr, eng, MIX, rates_rps=[4.0, 16.0], policies=[Policy.off(), Policy.static(3)], seeds=[1])
 
 
 def test_grid_is_the_product() -> None:

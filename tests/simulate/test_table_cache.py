@@ -9,13 +9,14 @@ import pytest
 
 from specsim.advise.simulation import make_setup, run_scenario
 from specsim.errors import SpecsimError
+from specsim.records import to_record
 from specsim.scenario.scenario import load_scenario
 from specsim.scenario.serving import SLO, EngineConfig
 from specsim.scenario.traffic import Lognormal, Poisson, Traffic
 from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import AnalyticCost, StepTable, cached_table, clear_table_cache, rows_of
 from specsim.simulate.sweep import grid, sweep, sweep_many
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 from tests.corpus.harness import ROOT
 from tests.simulate.test_cost import RooflineLike
 
@@ -33,7 +34,7 @@ def _filled_equal(part: StepTable, full: StepTable) -> None:
 
 
 def test_rows_of_a_policy_and_a_partial_table_equal_to_the_full_one() -> None:
-    eng = EngineConfig(16, 24, 10_000, SpecPolicy.parse("1-4:k=3,5-16:k=1"))
+    eng = EngineConfig(16, 24, 10_000, Policy.parse("1-4:k=3,5-16:k=1"))
     rows = rows_of([eng.k_by_batch(), EngineConfig(16, 24, 10_000).k_by_batch()])
     assert rows[3] == {1, 2, 3, 4} and rows[0] == set(range(1, 17))
     assert rows[1] == set(range(5, 13))  # 13 x (1 + 1) > 24 tokens: k cut to 0 from batch 13
@@ -73,7 +74,7 @@ def chat():  # type: ignore[no-untyped-def]
 
 
 def test_planner_cost_rows_are_the_full_grid_values(chat) -> None:  # type: ignore[no-untyped-def]
-    setup = make_setup(chat, policy=SpecPolicy.static(3), draft="eagle3")
+    setup = make_setup(chat, policy=Policy.static(3), draft="eagle3")
     cost = setup.cost()
     full = StepTable.build(cost, 12, [0, 3], 20_000, 2048)
     part = StepTable.build(cost, 12, [], 20_000, 2048, rows={3: [2, 7, 12], 0: [5]})
@@ -82,20 +83,20 @@ def test_planner_cost_rows_are_the_full_grid_values(chat) -> None:  # type: igno
 
 def test_setups_share_a_table_and_simulations_do_not_change_with_the_cache(chat) -> None:  # type: ignore[no-untyped-def]
     clear_table_cache()
-    setup = make_setup(chat, requests=300, policy=SpecPolicy.static(3), draft="eagle3")
+    setup = make_setup(chat, requests=300, policy=Policy.static(3), draft="eagle3")
     cold = run_scenario(setup, compare=True, bins=None)
-    other = make_setup(chat, requests=200, policy=SpecPolicy.parse("1-8:k=5,9-256:k=2"), draft="eagle3")
-    warm_table = other.table([SpecPolicy.off(), other.policy], [])
-    again = make_setup(chat, requests=300, policy=SpecPolicy.static(3), draft="eagle3")
-    table = again.table([SpecPolicy.off(), again.policy], [])
+    other = make_setup(chat, requests=200, policy=Policy.parse("1-8:k=5,9-256:k=2"), draft="eagle3")
+    warm_table = other.table([Policy.off(), other.policy], [])
+    again = make_setup(chat, requests=300, policy=Policy.static(3), draft="eagle3")
+    table = again.table([Policy.off(), again.policy], [])
     assert table is warm_table or table.covers_rows(rows_of([again.engine(p).k_by_batch()
-                                                              for p in (SpecPolicy.off(), again.policy)]))
+                                                              for p in (Policy.off(), again.policy)]))
     assert table.covers_rows({5: [1, 8], 2: [9, 256], 3: range(1, 257)})  # one table across the setups
     warm = run_scenario(again, compare=True, bins=None)
     for x, y in zip(cold.runs, warm.runs, strict=True):
         np.testing.assert_array_equal(x.result.finish_s, y.result.finish_s)
         np.testing.assert_array_equal(x.result.first_token_s, y.result.first_token_s)
-        assert x.metrics.to_dict() == y.metrics.to_dict()
+        assert to_record(x.metrics) == to_record(y.metrics)
     clear_table_cache()
 
 
@@ -104,8 +105,8 @@ def test_sweep_many_over_forked_workers_equals_the_serial_sweeps() -> None:
     cost = AnalyticCost(0.01, 5e-5, 2e-8, 0.003, 3e-5)
     mix = AcceptanceMix.constant(0.7)
     one = grid(tr, EngineConfig(32, 1024, 50_000), mix, rates_rps=[4.0, 12.0],
-               policies=[SpecPolicy.off(), SpecPolicy.static(2)], seeds=[3])
-    two = grid(tr, EngineConfig(16, 512, 20_000), mix, rates_rps=[8.0], policies=[SpecPolicy.static(4)], seeds=[5])
+               policies=[Policy.off(), Policy.static(2)], seeds=[3])
+    two = grid(tr, EngineConfig(16, 512, 20_000), mix, rates_rps=[8.0], policies=[Policy.static(4)], seeds=[5])
     slo = SLO(0.5, 0.02)
     serial = [sweep(one, cost, slo, n_jobs=1), sweep(two, cost, slo, n_jobs=1)]
     for workers in (1, 2):
@@ -121,7 +122,7 @@ def test_blocks_evaluated_when_read_equal_the_full_build_and_simulations_do_not_
     simulation reads the same costs as on a completed table, and it evaluates a part of the grid only."""
     from specsim.simulate.engine import simulate
 
-    setup = make_setup(chat, requests=300, policy=SpecPolicy.static(3), draft="eagle3")
+    setup = make_setup(chat, requests=300, policy=Policy.static(3), draft="eagle3")
     cost = setup.cost()
     eng = setup.engine(setup.policy)
     req = run_scenario(setup, compare=False, bins=None).requests

@@ -34,7 +34,7 @@ def test_rows_listed_unpriced_exist_and_are_refused_with_their_reason() -> None:
 def test_method_defaults_and_engine_versions_name_sources() -> None:
     m = methods()
     for name, spec in m.methods.items():
-        assert len(str(spec.get("source", ""))) > 40, name
+        assert len(spec.source) > 40, name
     assert m.engine_profile("vllm", "0.10.1", "x") == "vllm-0.10"
     assert m.engine_profile("vllm", None, "eagle3-vllm-rtx3090") == "vllm-0.10"
     assert m.engine_profile("vllm", ">=0.16.0", "x") == "vllm"

@@ -7,59 +7,69 @@ import numpy as np
 
 from specsim.drafts.build import make_draft
 from specsim.plan.capacity import max_rate_rps, replicas_needed, solver_max_rate
-from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table, row_label
+from specsim.report.figures import capacity as fg
 from specsim.report.sections.policy import RateModel
 from specsim.scenario.serving import cost_per_mtok_usd
 
 
 def capacity_section(c: Ctx, rm: RateModel | None) -> Section:
+    return _bucket_capacity(c) if rm is None else _arrival_capacity(c, rm)
+
+
+def _bucket_capacity(c: Ctx) -> Section:
+    """Bucket loads: GPU-equivalents at the baseline's token rate, and the price of a token."""
     s = c.s
     usd = s.gpu_hour_usd
     tp = s.tp
-    if rm is None:
-        rows, labels, g_base, g_spec = [], [], [], []
-        cost_base: list[float] = []
-        cost_spec: list[float] = []
-        multi = any(len(bp.bucket.contexts) > 1 for bp in c.plan.buckets)
-        for r in c.data["buckets"]:
-            thr, base = r["throughput_tok_s"], r["baseline_throughput_tok_s"]
-            lab = row_label(r, multi)
-            labels.append(lab)
-            g_base.append(float(tp))
-            g_spec.append(tp * base / thr)
-            row = [lab, r["batch"], f"{base:,.0f}", f"{thr:,.0f}", f"{tp:g}", f"{tp * base / thr:.2f}"]
-            if usd is not None:
-                cb, cs = cost_per_mtok_usd(tp, usd, base), cost_per_mtok_usd(tp, usd, thr)
-                cost_base.append(cb)
-                cost_spec.append(cs)
-                row += [f"{cb:.3f}", f"{cs:.3f}"]
-            if s.slo_ms_per_token is not None:
-                row += ["yes" if r["ms_per_token"] <= s.slo_ms_per_token else "**no**"]
-            rows.append(row)
-        header = ["bucket", "batch", "tok/s without", "tok/s with", "GPUs without", "GPUs with"]
+    rows, labels, g_base, g_spec = [], [], [], []
+    cost_base: list[float] = []
+    cost_spec: list[float] = []
+    multi = any(len(bp.bucket.contexts) > 1 for bp in c.plan.buckets)
+    for r in c.data["buckets"]:
+        thr, base = r["throughput_tok_s"], r["baseline_throughput_tok_s"]
+        lab = row_label(r, multi)
+        labels.append(lab)
+        g_base.append(float(tp))
+        g_spec.append(tp * base / thr)
+        row = [lab, r["batch"], f"{base:,.0f}", f"{thr:,.0f}", f"{tp:g}", f"{tp * base / thr:.2f}"]
         if usd is not None:
-            header += ["$/M tokens without", "$/M tokens with"]
+            cb, cs = cost_per_mtok_usd(tp, usd, base), cost_per_mtok_usd(tp, usd, thr)
+            cost_base.append(cb)
+            cost_spec.append(cs)
+            row += [f"{cb:.3f}", f"{cs:.3f}"]
         if s.slo_ms_per_token is not None:
-            header += [f"meets {s.slo_ms_per_token:g} ms/token"]
-        w = np.array([r["weight"] for r in c.data["buckets"]])
-        thr_day = float((w * [r["throughput_tok_s"] for r in c.data["buckets"]]).sum() / w.sum())
-        base_day = float((w * [r["baseline_throughput_tok_s"] for r in c.data["buckets"]]).sum() / w.sum())
-        text = [f"The token rate each bucket needs is taken as what plain decoding delivers there (one replica of "
-                f"{tp} GPUs at the bucket's batch); with speculation the same rate takes {tp} x baseline / speculative "
-                "throughput GPUs (GPU-equivalents at the same batch per replica; whole replicas come in steps of "
-                f"{tp}).", "", md_table(header, rows), ""]
-        if usd is not None:
-            text += [f"Over the day: **${cost_per_mtok_usd(tp, usd, base_day):.3f} per million output tokens without "
-                     f"speculation, ${cost_per_mtok_usd(tp, usd, thr_day):.3f} with** (at ${usd:g} per GPU-hour, "
-                     f"{base_day:,.0f} vs {thr_day:,.0f} tokens/s per replica on average)."]
-        else:
-            text += ["The scenario gives no `gpu_hour_usd`, so there are no dollar figures; add it to get cost per "
-                     "million tokens."]
-        fig = fg.capacity(labels, g_base, g_spec, cost_base if usd is not None else None,
-                          cost_spec if usd is not None else None, "GPUs to carry the baseline's token rate", c.title)
-        return Section("Capacity and cost", "\n".join(text), fig, "capacity",
-                       "GPUs and cost per million tokens with and without speculation")
+            row += ["yes" if r["ms_per_token"] <= s.slo_ms_per_token else "**no**"]
+        rows.append(row)
+    header = ["bucket", "batch", "tok/s without", "tok/s with", "GPUs without", "GPUs with"]
+    if usd is not None:
+        header += ["$/M tokens without", "$/M tokens with"]
+    if s.slo_ms_per_token is not None:
+        header += [f"meets {s.slo_ms_per_token:g} ms/token"]
+    w = np.array([r["weight"] for r in c.data["buckets"]])
+    thr_day = float((w * [r["throughput_tok_s"] for r in c.data["buckets"]]).sum() / w.sum())
+    base_day = float((w * [r["baseline_throughput_tok_s"] for r in c.data["buckets"]]).sum() / w.sum())
+    text = [f"The token rate each bucket needs is taken as what plain decoding delivers there (one replica of "
+            f"{tp} GPUs at the bucket's batch); with speculation the same rate takes {tp} x baseline / speculative "
+            "throughput GPUs (GPU-equivalents at the same batch per replica; whole replicas come in steps of "
+            f"{tp}).", "", md_table(header, rows), ""]
+    if usd is not None:
+        text += [f"Over the day: **${cost_per_mtok_usd(tp, usd, base_day):.3f} per million output tokens without "
+                 f"speculation, ${cost_per_mtok_usd(tp, usd, thr_day):.3f} with** (at ${usd:g} per GPU-hour, "
+                 f"{base_day:,.0f} vs {thr_day:,.0f} tokens/s per replica on average)."]
+    else:
+        text += ["The scenario gives no `gpu_hour_usd`, so there are no dollar figures; add it to get cost per "
+                 "million tokens."]
+    fig = fg.capacity(labels, g_base, g_spec, cost_base if usd is not None else None,
+                      cost_spec if usd is not None else None, "GPUs to carry the baseline's token rate", c.title)
+    return Section("Capacity and cost", "\n".join(text), fig, "capacity",
+                   "GPUs and cost per million tokens with and without speculation")
+
+
+def _arrival_capacity(c: Ctx, rm: RateModel) -> Section:
+    """An arrival rate: replicas within the SLO as the rate grows, by the planner's Little's-law solver."""
+    s = c.s
+    usd = s.gpu_hour_usd
     a = s.arrival
     assert a is not None
     d = c.draft or s.drafts[0]

@@ -6,10 +6,10 @@ import numpy as np
 
 from specsim.acceptance.chain import alpha_from_mean_tokens
 from specsim.drafts.draft import Draft
-from specsim.plan.optimize import pick_k, score_configs
+from specsim.plan.candidates import pick_k, score_configs
 from specsim.plan.sweep import sweep_arrays
-from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, pooled_arrays
+from specsim.report.figures import heatmap as fg
 
 HEATMAP_ALPHAS = np.round(np.arange(0.05, 0.951, 0.05), 2)
 

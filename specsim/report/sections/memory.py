@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
-from specsim.report import figures as fg
 from specsim.report.context import GIB, Ctx, Section, md_table, row_label
+from specsim.report.figures import memory as fg
 from specsim.step.evaluate import Target, memory_per_gpu
 
 
@@ -27,21 +27,21 @@ def memory_section(c: Ctx) -> Section:
     for bp in c.plan.buckets:
         for r, base in zip(bp.rows, bp.baseline_rows, strict=True):
             d = c.draft_by_label(bp.draft)
-            lab = row_label({"bucket": bp.bucket.name, "context": r["context"]}, multi)
-            settings = [(f"{bp.draft} k={bp.k}", d, bp.k, r["batch"])] if d is not None and bp.k else []
-            settings.append(("no speculation", none, 0, base["batch"]))
+            lab = row_label({"bucket": bp.bucket.name, "context": r.context}, multi)
+            settings = [(f"{bp.draft} k={bp.k}", d, bp.k, r.batch)] if d is not None and bp.k else []
+            settings.append(("no speculation", none, 0, base.batch))
             for name, dd, k, b in settings:
-                m = memory_per_gpu(t, dd, k, b, r["context"])
+                m = memory_per_gpu(t, dd, k, b, r.context)
                 labels.append(f"{lab}, B={b}: {name}")
                 for p in fg.MEMORY_PARTS:
                     parts[p].append(float(getattr(m, p)) / GIB)
                 total = float(m.total) / GIB
-                rows.append([lab, f"{r['context']:,}", name, b, f"{float(m.weights) / GIB:.1f}",
+                rows.append([lab, f"{r.context:,}", name, b, f"{float(m.weights) / GIB:.1f}",
                              f"{float(m.kv_cache) / GIB:.1f}",
                              f"{(float(m.activations) + float(m.reserved)) / GIB:.1f}",
                              f"{(float(m.draft_weights) + float(m.draft_kv)) / GIB:.2f}", f"{total:.1f}",
                              "yes" if bool(m.fits) else "**no**",
-                             _largest_batch(t, dd, k, r["context"])])
+                             _largest_batch(t, dd, k, r.context)])
     total_gib = t.hardware.total_memory_bytes / GIB
     cap = total_gib * t.memory_utilization
     fig = fg.memory(labels, parts, cap, total_gib, c.title)

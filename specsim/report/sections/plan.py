@@ -3,11 +3,10 @@ the policy over batch, the arrival-rate solution and the engine configuration.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from specsim.drafts.draft import Draft
-from specsim.plan.engine_configs import ENGINE_CONFIG_DIR, engine_config_files, pretty_json
+from specsim.engines.configs.layout import ENGINE_CONFIG_DIR, engine_config_files, pretty_json
 from specsim.plan.summary import NAMES, plan_markdown
+from specsim.records import Json
 from specsim.report.context import Ctx, Section, md_table
 
 
@@ -72,11 +71,14 @@ def plan_section(c: Ctx) -> Section:
 
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-def _engines(configs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+
+
+def _engines(configs: dict[str, Json]) -> dict[str, dict[str, Json]]:
+    """The engines that got a configuration (the others are None; the note is text)."""
     return {name: cfg for name, cfg in configs.items() if isinstance(cfg, dict)}
 
 
-def engine_config_blocks(configs: dict[str, Any]) -> list[str]:
+def engine_config_blocks(configs: dict[str, Json]) -> list[str]:
     """Markdown: one heading and one indented JSON block per engine, each linked to its file."""
     engines = _engines(configs)
     if not engines:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.cost.forward import forward_time_s
 from specsim.drafts.build import make_draft
-from specsim.report import figures as fg
+from specsim.plan.arrival import prefill_time_s, time_in_batch_s
 from specsim.report.context import Ctx, Section, md_table
+from specsim.report.figures import policy as fg
 from specsim.step.evaluate import config_metrics, fits
 
 
@@ -30,16 +30,15 @@ def rate_model(c: Ctx) -> RateModel:
     assert a is not None and c.plan.arrival is not None
     d = c.draft or s.drafts[0]
     none = make_draft("none", s.model)
-    # As optimize.solve_concurrency: prefill of the prompt, decode at the mean context.
-    prefill_s = float(forward_time_s(t.hardware, t.model, 1, a.prompt_tokens, a.prompt_tokens / 2, t.tp,
-                                     t.weight_dtype, t.kv_dtype))
+    # As plan.arrival.solve_concurrency: prefill of the prompt, decode at the mean context.
+    prefill_s = prefill_time_s(t, a.prompt_tokens)
     ctx = a.prompt_tokens + a.output_tokens / 2
     n = np.geomspace(1.0, 4096.0, 400)
     curves = []
     for k in range(s.max_k + 1):
         dd = d if k else none
         tpot_ms = np.asarray(config_metrics(t, dd, k, n, ctx).ms_per_token, float)
-        rate = n / (prefill_s + a.output_tokens * tpot_ms / 1e3)
+        rate = n / time_in_batch_s(prefill_s, a.output_tokens, tpot_ms / 1e3)
         ok = np.asarray(fits(t, dd, k, n, ctx), bool)
         end = int(np.argmin(ok)) if not ok.all() else len(n)
         end = min(end, int(np.argmax(rate[:end])) + 1) if end else 0  # beyond the peak rate: unstable
@@ -47,7 +46,7 @@ def rate_model(c: Ctx) -> RateModel:
     if s.slo_ms_per_token is not None:
         slo, label = s.slo_ms_per_token, "SLO"
     else:
-        slo, label = c.plan.arrival["baseline_ms_per_token"], "assumed SLO (no speculation, one replica)"
+        slo, label = c.plan.arrival.baseline_ms_per_token, "assumed SLO (no speculation, one replica)"
     return RateModel(curves, float(slo), label, prefill_s)
 
 
@@ -65,8 +64,8 @@ def policy_section(c: Ctx, rm: RateModel | None) -> Section:
                        "Per-token latency against arrival rate for each k")
     segs = []
     for bp in c.plan.buckets:
-        thr = sum(r["share"] * r["throughput_tok_s"] for r in bp.rows)
-        base = sum(r["share"] * r["throughput_tok_s"] for r in bp.baseline_rows)
+        thr = sum(r.share * r.throughput_tok_s for r in bp.rows)
+        base = sum(r.share * r.throughput_tok_s for r in bp.baseline_rows)
         segs.append(fg.DaySegment(bp.bucket.name, bp.bucket.weight * 24, bp.bucket.batch, bp.k, thr / base))
     fig = fg.policy_over_day(segs, s.max_k, d.label, c.title)
     rows = [[sg.name, f"{sg.hours:.1f}", sg.batch, sg.k, f"{sg.speedup:.2f}x"] for sg in segs]

@@ -15,12 +15,15 @@ import numpy as np
 from specsim.acceptance.chain import AcceptanceProfile
 from specsim.errors import SpecsimError
 from specsim.forking import fork_context
-from specsim.plan.optimize import Config, Plan, bucket_points, evaluate_draft, pick_k, score_configs
+from specsim.plan.candidates import evaluate_draft
+from specsim.plan.decide import bucket_choices, bucket_points
 from specsim.plan.optimize import plan as make_plan
+from specsim.plan.result import Plan
 from specsim.plan.summary import plan_dict
-from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table
+from specsim.report.figures import sensitivity as fg
 from specsim.scenario.scenario import ArrivalLoad, Bucket, Scenario
+from specsim.step.policy import Config
 
 ACCEPTANCE_SCALES = (1.0, 0.9, 0.8)
 
@@ -133,7 +136,7 @@ class Replans:
 
 
 def _decision(p: Plan) -> tuple[str, str, tuple[int, ...]]:
-    return p.method, (p.draft_label if p.method != "none" else ""), tuple(bp.k for bp in p.buckets)
+    return p.method, (p.draft_label if p.speculates else ""), tuple(bp.k for bp in p.buckets)
 
 
 def _change(base: Plan, other: Replan) -> str:
@@ -184,11 +187,7 @@ def break_even_scales(c: Ctx) -> tuple[float | None, float | None]:
     for f in np.round(np.arange(1.0, 0.0, -0.02), 2):
         tps = np.array([d.tokens_per_step(k, float(f)) for k in range(s.max_k + 1)])[:, None]
         vals = {"throughput_tok_s": batch * tps / step_s, "ms_per_token": step_s * 1e3 / tps}
-        ks = []
-        for i in range(len(s.buckets)):
-            idx = np.flatnonzero(owner == i)
-            ks.append(max(pick_k(score_configs({k: v[:, idx] for k, v in vals.items()}, ev.feasible[:, idx], share[idx],
-                                       s.objective, s.slo_ms_per_token)), 0))
+        ks = bucket_choices(s, vals, ev.feasible, share, owner)  # chains: the index is k
         if not any(ks):
             break
         some = float(f)

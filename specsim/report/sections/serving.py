@@ -15,14 +15,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from specsim.advise.simulation import Setup, make_setup, mean_lengths, run_scenario, stationary, sweep_cases
+from specsim.advise.simulation import Setup, make_setup, run_scenario, sweep_cases
+from specsim.advise.traffic import mean_lengths, stationary
 from specsim.errors import SpecsimError
-from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table
+from specsim.report.figures import drawing as fg
 from specsim.scenario.traffic import Gamma, RateCurve, TraceArrivals, Traffic, generate_requests
 from specsim.simulate.cost import StepTable
 from specsim.simulate.sweep import SweepBatch, SweepCase, sweep_many
-from specsim.step.policy import SpecPolicy
+from specsim.step.policy import Policy
 
 #: Requests per simulation in the report (the scenario's count when smaller; fewer for long outputs, at most
 #: REPORT_TOKENS output tokens, at least 100): percentiles to a few percent, a report in seconds.
@@ -48,10 +49,6 @@ def _setup(c: Ctx) -> Setup | None:
     return base
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
-
-
 def _hour_cases(setup: Setup) -> tuple[np.ndarray, list[SweepCase], StepTable] | None:
     """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve): the
     rates by hour and the cases, one per distinct rate and policy (hours at the same rate share one run: the
@@ -71,18 +68,18 @@ def _hour_cases(setup: Setup) -> tuple[np.ndarray, list[SweepCase], StepTable] |
     return rates, cases, setup.table(policies, reqs)
 
 
-def _policies(setup: Setup) -> list[SpecPolicy]:
-    return [SpecPolicy.off(), setup.policy] if setup.policy.enabled else [SpecPolicy.off()]
+def _policies(setup: Setup) -> list[Policy]:
+    return [Policy.off(), setup.policy] if setup.policy.enabled else [Policy.off()]
 
 
-def _hour_rows(setup: Setup, rates: np.ndarray, frame: pd.DataFrame) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def _hour_rows(setup: Setup, rates: np.ndarray, frame: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     """The hour cases' rows by hour of the day (hours at one rate repeat its rows)."""
-    by_rate = {(row.pop("rate_rps"), row["policy"]): row for row in _records(frame)}
-    return rates, [{"hour": float(h), **by_rate[(float(r), p.label)]}
-                   for h, r in enumerate(rates.tolist()) if r > 0 for p in _policies(setup)]
+    hours = pd.DataFrame([{"hour": float(h), "rate_rps": float(r), "policy": p.label}
+                          for h, r in enumerate(rates.tolist()) if r > 0 for p in _policies(setup)])
+    return rates, hours.merge(frame, on=["rate_rps", "policy"], how="left").drop(columns="rate_rps")
 
 
-def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
+def _hours(setup: Setup) -> tuple[np.ndarray, pd.DataFrame] | None:
     """Per hour of a rate curve: a stationary gamma run at the hour's rate, off and on (None: no curve)."""
     got = _hour_cases(setup)
     if got is None:
@@ -91,20 +88,19 @@ def _hours(setup: Setup) -> tuple[np.ndarray, list[dict[str, Any]]] | None:
     return _hour_rows(setup, rates, sweep_many([(cases, table)], setup.slo, setup.pricing, workers=1)[0])
 
 
-def _figure(setup: Setup, by_rate: list[dict[str, Any]], hours: tuple[np.ndarray, list[dict[str, Any]]] | None,
+def _figure(setup: Setup, by_rate: pd.DataFrame, hours: tuple[np.ndarray, pd.DataFrame] | None,
             window: dict[str, Any], title: str) -> Figure:
     fig = Figure(figsize=(13.0, 5.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax1, ax2 = fig.subplots(1, 2)
-    labels = list(dict.fromkeys(r["policy"] for r in by_rate))
-    for i, lab in enumerate(labels):
-        rows = sorted((r for r in by_rate if r["policy"] == lab), key=lambda r: r["rate_rps"])
-        x = [r["rate_rps"] for r in rows]
+    for i, lab in enumerate(dict.fromkeys(by_rate["policy"])):
+        rows = by_rate[by_rate["policy"] == lab].sort_values("rate_rps", kind="stable")
+        x = rows["rate_rps"].to_numpy()
         colour = "black" if lab == "off" else fg.SERIES[i % len(fg.SERIES)]
         name = "no speculation" if lab == "off" else f"{setup.draft.label} {lab}"
-        ax1.plot(x, [r["tpot_p99_s"] * 1e3 for r in rows], color=colour, lw=2, marker="o", label=f"{name}: TPOT p99")
-        ax1.plot(x, [r["tpot_p50_s"] * 1e3 for r in rows], color=colour, lw=1, ls="--", label=f"{name}: TPOT p50")
-        ax1.plot(x, [r["ttft_p99_s"] * 1e3 / 10 for r in rows], color=colour, lw=1, ls=":",
+        ax1.plot(x, rows["tpot_p99_s"].to_numpy() * 1e3, color=colour, lw=2, marker="o", label=f"{name}: TPOT p99")
+        ax1.plot(x, rows["tpot_p50_s"].to_numpy() * 1e3, color=colour, lw=1, ls="--", label=f"{name}: TPOT p50")
+        ax1.plot(x, rows["ttft_p99_s"].to_numpy() * 1e3 / 10, color=colour, lw=1, ls=":",
                  label=f"{name}: TTFT p99 / 10")
     if setup.slo is not None:
         ax1.axhline(setup.slo.tpot_s * 1e3, color="red", lw=1, ls="-.",
@@ -123,10 +119,10 @@ def _figure(setup: Setup, by_rate: list[dict[str, Any]], hours: tuple[np.ndarray
         ax2b.set_ylabel("arrival rate (requests/s)")
         ax2.set_zorder(ax2b.get_zorder() + 1)
         ax2.patch.set_visible(False)
-        for i, lab in enumerate(dict.fromkeys(r["policy"] for r in rows)):
-            mine = sorted((r for r in rows if r["policy"] == lab), key=lambda r: r["hour"])
+        for i, lab in enumerate(dict.fromkeys(rows["policy"])):
+            mine = rows[rows["policy"] == lab].sort_values("hour", kind="stable")
             colour = "black" if lab == "off" else fg.SERIES[i % len(fg.SERIES)]
-            ax2.plot([r["hour"] + 0.5 for r in mine], [r["mean_decode_batch"] for r in mine], color=colour, lw=2,
+            ax2.plot(mine["hour"].to_numpy() + 0.5, mine["mean_decode_batch"].to_numpy(), color=colour, lw=2,
                      marker="o", ms=3, label="no speculation" if lab == "off" else f"{setup.draft.label} {lab}")
         ax2.set_xlim(0, 24)
         ax2.set_xticks(range(0, 25, 3))
@@ -192,7 +188,7 @@ def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
         return None
     setup, outcome, rate, hour_cases = runs.setup, runs.outcome, runs.rate, runs.hours
     frames = runs.batch.frames()
-    by_rate = _records(frames[0])
+    by_rate = frames[0]
     hours = None if hour_cases is None else _hour_rows(setup, hour_cases[0], frames[1])
     window = {r.policy.label: r.metrics.timeseries for r in outcome.runs if r.metrics.timeseries is not None}
     fig = _figure(setup, by_rate, hours, window, c.title)
@@ -222,10 +218,10 @@ def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
             "", md_table(header, rows), ""]
     sv = c.plan.serving
     if sv is not None:
-        text += [f"Replicas by simulation (objective slo) at {sv['target_rate_rps']:g} requests/s: "
-                 f"**{sv['replicas']} with {sv['draft']} {sv['policy']}**, {sv['baseline']['replicas']} without "
-                 f"speculation ({len(sv['trials'])} simulations over "
-                 f"{len({(t['draft'], t['policy']) for t in sv['trials']})} candidates).", ""]
+        text += [f"Replicas by simulation (objective slo) at {sv.target_rate_rps:g} requests/s: "
+                 f"**{sv.replicas} with {sv.draft} {sv.policy}**, {sv.baseline.replicas} without "
+                 f"speculation ({len(sv.trials)} simulations over "
+                 f"{len({(t.draft, t.policy) for t in sv.trials})} candidates).", ""]
     if slo is not None:
         text += [f"SLO: {slo.percentile:g}th-percentile TTFT <= {slo.ttft_s * 1e3:g} ms and TPOT <= "
                  f"{slo.tpot_s * 1e3:g} ms."]

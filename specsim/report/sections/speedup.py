@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from specsim.plan.optimize import Config, evaluate_draft
+from specsim.plan.candidates import evaluate_draft
 from specsim.plan.summary import NAMES
-from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, md_table, pooled_arrays
+from specsim.report.figures import speedup as fg
+from specsim.step.policy import Config
 
 
 def config_name(k: int, topk: int, nodes: int | None) -> str:
@@ -47,7 +48,7 @@ def pays_text(ranges: list[tuple[int, int]] | None, crossover: int | None, top: 
 
 def _pays_column(c: Ctx) -> dict[str, str]:
     pays: dict[str, Any] | None = getattr(c.plan, "pays", None)
-    top = int(c.plan.policy[-1]["batch_to"]) if c.plan.policy else None
+    top = c.plan.policy.top_batch
     cross = c.plan.crossover
     labels = list(c.data["per_draft_gain"])
     return {lab: pays_text(None if pays is None or lab not in pays else pays[lab], cross.get(lab), top)
@@ -96,7 +97,7 @@ def speedup_panels(c: Ctx) -> tuple[list[fg.SpeedupPanel], bool]:
             best = np.nanmax(np.where(np.isnan(speed[spec]), -np.inf, speed[spec]), axis=0)
         best = np.where(np.isfinite(best), best, np.nan)  # nothing speculative fits: a gap
         pts = [fg.BucketPoint(bp.bucket.name, float(bp.bucket.batch),
-                              float(sum(r["share"] * r["speedup"] for r in bp.rows)),
+                              float(sum(r.share * r.speedup for r in bp.rows)),
                               config_name(bp.k, bp.topk, bp.num_draft_tokens),
                               Config(bp.k, bp.topk, bp.num_draft_tokens).is_tree)
                for bp in c.plan.buckets if bp.draft == d.label and bp.k]

@@ -10,18 +10,21 @@ sequences with and without a draft) interpolated between whole counts, as the pl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.forward import FAMILIES, ForwardBreakdown, breakdown
 from specsim.cost.ops import make_shape
-from specsim.drafts.draft import Draft, ngram_drafted_tokens
+from specsim.drafts.draft import Draft
+from specsim.drafts.families.lookup import ngram_drafted_tokens
 from specsim.engines.passes import gpu_only, graph_batch, pass_time_s
 from specsim.engines.profile import EngineProfile
-from specsim.plan.optimize import Config
-from specsim.report import figures as fg
 from specsim.report.context import Ctx, Section, fmt_ms, md_table, row_label
+from specsim.report.figures import verification as fg
 from specsim.step.evaluate import Target
+from specsim.step.policy import Config
 
 
 def _ridge_tokens(linear_compute_s: np.ndarray, linear_memory_s: np.ndarray, tokens: np.ndarray) -> int | None:
@@ -86,19 +89,19 @@ def pass_total_ms(split: dict[str, np.ndarray]) -> np.ndarray:
 def verify_tokens(t: Target, d: Draft, k: int, topk: int = 1, nodes: int | None = None,
                   tokens_per_step: float | None = None) -> float:
     """Tokens per sequence in the verification pass of configuration (k, topk, nodes), as the plan prices it:
-    k + 1 for a chain, nodes + 1 for a tree; an n-gram draft on an engine that skips requests without a match
-    verifies 1 + the tokens actually drafted (`plan.evaluate.step_arrays`)."""
-    if not k or d.method == "none":
+    what the method feeds per chain (k + 1; lookahead more), nodes + 1 for a tree; an n-gram draft on an
+    engine that skips requests without a match verifies 1 + the tokens actually drafted (`step_arrays`)."""
+    if not k or not d.speculates:
         return 1.0
     cfg = Config(k, topk, nodes)
-    if d.method == "ngram" and t.engine.ngram_empty_drafts:
+    if d.verifies_drafted_only(t.engine):
         tps = cfg.draft(d).tokens_per_step(k) if tokens_per_step is None else tokens_per_step
         return float(1.0 + ngram_drafted_tokens(k, tps))
-    return float(cfg.verify_tokens)
+    return float(cfg.verify_tokens(d))
 
 
 def verification_section(c: Ctx) -> Section:
-    s, t = c.s, c.t
+    t = c.t
     rows = c.data["buckets"]
     qs_chosen = []
     for r in rows:
@@ -116,29 +119,8 @@ def verification_section(c: Ctx) -> Section:
     zero = np.zeros_like(tokens)
     ridge = _ridge_tokens(sum((op.compute_s * op.count for op in lin), zero),
                           sum((op.memory_s * op.count for op in lin), zero), tokens)
-    curves = []
-    decode_ms = []
     multi = len(rows) > 1 and any(len(bp.bucket.contexts) > 1 for bp in c.plan.buckets)
-    for r, q_c in zip(rows, qs_chosen, strict=True):
-        d = c.draft_by_label(r["draft"]) or (c.draft if c.draft is not None else c.s.drafts[0])
-        e = verify_engine(t, d) if r["k"] else t.engine
-        # the pass as the tokens per sequence grow, through the chosen configuration's own count
-        qs = np.unique(np.r_[np.arange(1.0, max(float(s.max_k) + 1.0, np.ceil(q_c)) + 1.0), q_c])
-        b = float(r["batch"])
-        split = engine_pass_split_ms(t, e, b, qs, r["context"])
-        total = pass_total_ms(split)
-        decode = float(pass_total_ms(engine_pass_split_ms(t, t.engine, b, 1.0, r["context"])))  # plain decoding
-        decode_ms.append(decode)
-        label = f"{row_label(r, multi)} B={r['batch']}"
-        curves.append(fg.VerifyCurve(label, b * qs, total, split["attention"], decode, b * q_c,
-                                     r["verify_ms"] if r["k"] else decode))
-    if c.s.arrival is not None:  # plain decoding runs at its own (higher) Little's-law concurrency
-        base = c.plan.buckets[0].baseline_rows[0]
-        split = engine_pass_split_ms(t, t.engine, float(base["batch"]), 1.0, base["context"])
-        curves.append(fg.VerifyCurve(f"without speculation B={base['batch']}", np.array([float(base["batch"])]),
-                                     np.atleast_1d(pass_total_ms(split)), np.atleast_1d(split["attention"]),
-                                     base["verify_ms"],
-                                     float(base["batch"]), base["verify_ms"]))
+    curves, decode_ms = _bucket_curves(c, rows, qs_chosen, multi)
     engine = t.engine
     graphed = engine.cuda_graphs and bool(engine.graph_sizes)
     graphs = (f"CUDA graphs up to {engine.graph_sizes[-1]} {engine.graph_unit}, {engine.allreduce} all-reduce "
@@ -169,3 +151,33 @@ def verification_section(c: Ctx) -> Section:
                           "verify / decode", "ridge"], trows, "lrrrrrrrl"))
     return Section("Verification cost", "\n".join(text), fig, "verification_cost",
                    "Verification cost by op family against tokens per pass, with each bucket's operating point")
+
+
+def _bucket_curves(c: Ctx, rows: list[dict[str, Any]], qs_chosen: list[float], multi: bool
+                   ) -> tuple[list[fg.VerifyCurve], list[float]]:
+    """Each bucket's pass cost as the tokens per sequence grow, through its chosen configuration's own count,
+    with plain decoding's pass there (and, for an arrival rate, plain decoding at its own concurrency)."""
+    s, t = c.s, c.t
+    curves = []
+    decode_ms = []
+    for r, q_c in zip(rows, qs_chosen, strict=True):
+        d = c.draft_by_label(r["draft"]) or (c.draft if c.draft is not None else c.s.drafts[0])
+        e = verify_engine(t, d) if r["k"] else t.engine
+        # the pass as the tokens per sequence grow, through the chosen configuration's own count
+        qs = np.unique(np.r_[np.arange(1.0, max(float(s.max_k) + 1.0, np.ceil(q_c)) + 1.0), q_c])
+        b = float(r["batch"])
+        split = engine_pass_split_ms(t, e, b, qs, r["context"])
+        total = pass_total_ms(split)
+        decode = float(pass_total_ms(engine_pass_split_ms(t, t.engine, b, 1.0, r["context"])))  # plain decoding
+        decode_ms.append(decode)
+        label = f"{row_label(r, multi)} B={r['batch']}"
+        curves.append(fg.VerifyCurve(label, b * qs, total, split["attention"], decode, b * q_c,
+                                     r["verify_ms"] if r["k"] else decode))
+    if c.s.arrival is not None:  # plain decoding runs at its own (higher) Little's-law concurrency
+        base = c.plan.buckets[0].baseline_rows[0]
+        split = engine_pass_split_ms(t, t.engine, float(base.batch), 1.0, base.context)
+        curves.append(fg.VerifyCurve(f"without speculation B={base.batch}", np.array([float(base.batch)]),
+                                     np.atleast_1d(pass_total_ms(split)), np.atleast_1d(split["attention"]),
+                                     base.verify_ms,
+                                     float(base.batch), base.verify_ms))
+    return curves, decode_ms

@@ -1,0 +1,327 @@
+"""`specsim evaluate`'s application layer: one speculative configuration, from what the user asked
+(`EvaluateRequest`) to what it costs (`RatioStep` or `RealStep`).
+
+Two cost routes: the seed chapter's abstract ratio model (--draft-cost-ratio: a target step costs T,
+a draft step c x T) and the roofline cost model (--hardware/--model/--draft: the same
+`step.evaluate.config_metrics` that `specsim plan` uses). Both read acceptance the same way and a
+tree file's acceptance is resolved in one place (`tree_probs`). Checks run in the order the CLI has
+always reported them, so a command with two mistakes names the same one it always did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from specsim.acceptance.chain import AcceptanceProfile, alpha_from_mean_tokens, check_k, check_rates
+from specsim.acceptance.metrics import load_acceptance
+from specsim.acceptance.sibling_probs import sibling_probs_hazard
+from specsim.acceptance.tree_files import TreeSpec, load_tree
+from specsim.acceptance.tree_shapes import chain
+from specsim.acceptance.trees import Tree
+from specsim.cost.costmodel import describe as cost_model_label
+from specsim.cost.hardware import load_hardware
+from specsim.cost.model import load_model
+from specsim.drafts.build import make_draft
+from specsim.drafts.draft import Draft
+from specsim.engines.profile import load_engine
+from specsim.errors import SpecsimError
+from specsim.step.economics import StepMetrics, ratio_step_metrics
+from specsim.step.evaluate import DEFAULT_ENGINE, Target, bundled_engine, config_metrics, memory_per_gpu
+from specsim.step.memory import GIB, Memory
+
+#: A comma-separated option (--alphas, --sibling-probs) as the CLI parses it: called only when the
+#: value is needed, so its errors come where they always came (and a tree file's own table wins).
+FloatList = Callable[[], Sequence[float]]
+
+ABSTRACT_NOTE = (
+    "abstract cost model (seed chapter): target step = T, draft step = c*T, verification = one "
+    "target step{ridge}; times in ms with T = {t:g} ms"
+)
+
+
+@dataclass(frozen=True)
+class RatioCost:
+    """The seed chapter's abstract cost model: a target step costs T = `target_step_ms`, a draft step
+    `draft_cost_ratio` x T, verification one target step (growing past `ridge_tokens` if given)."""
+
+    draft_cost_ratio: float
+    target_step_ms: float = 1.0
+    ridge_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class RealCost:
+    """The roofline cost route: `model` on `tp` x `hardware` as `engine` runs it, and `draft` (a method:
+    eagle3, ngram, mtp, medusa, lookahead, ... or a catalogue model, i.e. a draft model)."""
+
+    hardware: str
+    model: str
+    draft: str
+    tp: int = 1
+    draft_tp: int | None = None
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    topk: int | None = None
+    num_draft_tokens: int | None = None
+    engine: str = DEFAULT_ENGINE  # a bundled name or version, or a profile YAML path
+    cost_model: str | None = None  # None: the hardware profile's
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Where acceptance comes from: at most one of an i.i.d. `alpha`, per-position `alphas` and a
+    metrics `file`, or a measured `mean_length` (tokens per step incl. the bonus token). None of
+    them: the real route uses the draft's published prior."""
+
+    alpha: float | None = None
+    alphas: FloatList | None = None
+    file: Path | None = None
+    mean_length: float | None = None
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """What the user asked `specsim evaluate`: a cost route, acceptance, a chain of `k` drafts or a
+    `tree` file (its acceptance by sibling rank: `sibling_probs`), and the batch and context."""
+
+    cost: RatioCost | RealCost
+    acceptance: Acceptance = Acceptance()
+    k: int | None = None
+    tree: Path | None = None
+    sibling_probs: FloatList | None = None
+    batch: int = 1
+    context: int = 1024
+    overhead_ms: float = 0.0  # fixed per-step cost of speculation on top of the model's
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One configuration's step economics and where its numbers came from."""
+
+    metrics: StepMetrics  # scalars
+    batch: int
+    context: int
+    acceptance: str  # the acceptance's source
+    cost_source: str  # one line naming the cost model and its inputs
+
+
+@dataclass(frozen=True)
+class RatioStep(StepResult):
+    """The abstract cost model's answer for a chain (`chain_rates`: its per-position rates) or a tree."""
+
+    tree: Tree
+    is_chain: bool
+    chain_rates: tuple[float, ...] | None
+
+    @property
+    def k(self) -> int | None:
+        return self.tree.num_nodes if self.is_chain else None
+
+    @property
+    def verify_tokens(self) -> int:
+        """Tokens the batch verifies per pass."""
+        return self.batch * self.tree.num_verify_tokens
+
+
+@dataclass(frozen=True)
+class RealStep(StepResult):
+    """The roofline cost model's answer, with the memory it needs on each GPU."""
+
+    draft: str
+    method: str
+    engine: str
+    acceptance_note: str | None
+    memory_gib: float
+    capacity_gib: float
+    fits_memory: bool
+    k: int
+    cost_model: str
+    tp: int
+
+
+def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
+    """Tokens per step, step time, throughput and speedup of one speculative configuration."""
+    if isinstance(req.cost, RealCost):
+        return _real_step(req, req.cost)
+    return _ratio_step(req, req.cost)
+
+
+def acceptance_profile(a: Acceptance, k: int | None) -> AcceptanceProfile | None:
+    """The profile of --alpha, --alphas or --acceptance FILE (None when none is given)."""
+    if sum(x is not None for x in (a.alpha, a.alphas, a.file)) > 1:
+        raise SpecsimError("give only one of --alpha, --alphas, --acceptance")
+    if a.alpha is not None:
+        check_rates(a.alpha, "--alpha")
+        return AcceptanceProfile.from_alpha(a.alpha)
+    if a.alphas is not None:
+        rates = a.alphas()
+        check_rates(rates, "--alphas")
+        return AcceptanceProfile.from_alphas(rates)
+    if a.file is not None:
+        return load_acceptance(a.file, k)
+    return None
+
+
+def check_chain_or_tree(k: int | None, tree: Path | None) -> None:
+    if k is not None and tree is not None:
+        raise SpecsimError("give either --k (a chain) or --tree FILE, not both")
+
+
+def tree_probs(spec: TreeSpec, sibling_probs: FloatList | None,
+               rates: Callable[[int], ArrayLike] | None) -> np.ndarray:
+    """A tree's acceptance by (depth, sibling rank): the file's own table, else --sibling-probs, else the
+    hazard model over the chain rates `rates(depth)` (the profile's, or the draft's prior)."""
+    if spec.probs is not None:
+        return spec.probs
+    if sibling_probs is not None:
+        return np.asarray(sibling_probs())
+    if rates is None:
+        raise SpecsimError("a tree needs acceptance: an 'acceptance' table in the tree file, "
+                           "--sibling-probs, or --alpha/--alphas/--acceptance")
+    return sibling_probs_hazard(rates(max(spec.tree.depth, 1)), int(spec.tree.ranks.max(initial=0)) + 1)
+
+
+def _ratio_profile(req: EvaluateRequest) -> AcceptanceProfile | None:
+    """The ratio route's acceptance: a measured mean length becomes the i.i.d. alpha at depth k."""
+    a, k = req.acceptance, req.k
+    if a.mean_length is not None:
+        if k is None:
+            raise SpecsimError("--acceptance-length needs the draft length --k K")
+        if not 1.0 <= a.mean_length <= k + 1:
+            raise SpecsimError(f"--acceptance-length must lie in [1, k+1] = [1, {k + 1}], got {a.mean_length:g}")
+        a = dataclasses.replace(a, alpha=float(alpha_from_mean_tokens(a.mean_length, k)) if k else 0.0)
+    if k is not None:
+        check_k(k, "--k")
+    check_chain_or_tree(k, req.tree)
+    return acceptance_profile(a, k)
+
+
+def _ratio_shape(req: EvaluateRequest, profile: AcceptanceProfile | None) -> tuple[Tree, float, bool]:
+    """(the draft tree, tokens per step, whether it is a chain)."""
+    if req.tree is not None:
+        spec = load_tree(req.tree)
+        probs = tree_probs(spec, req.sibling_probs, profile.rates_for if profile is not None else None)
+        return spec.tree, float(spec.tree.expected_tokens(probs)), False
+    if req.sibling_probs is not None:
+        raise SpecsimError("--sibling-probs applies to --tree only")
+    if profile is None:
+        raise SpecsimError("give the acceptance: --alpha A, --alphas a1,a2,.. or --acceptance FILE")
+    k = req.k
+    if k is None:
+        if profile.max_k is None:
+            raise SpecsimError("give the draft length --k K (or a --tree FILE)")
+        k = profile.max_k
+    return chain(k), float(profile.mean_tokens(k)), True
+
+
+def _ratio_step(req: EvaluateRequest, cost: RatioCost) -> RatioStep:
+    profile = _ratio_profile(req)
+    t, tokens, is_chain = _ratio_shape(req, profile)
+    metrics = ratio_step_metrics(
+        tokens_per_step=tokens,
+        draft_passes=t.depth,
+        draft_cost_ratio=cost.draft_cost_ratio,
+        batch=req.batch,
+        verify_tokens_per_seq=t.num_verify_tokens,
+        target_step_time_s=cost.target_step_ms / 1e3,
+        ridge_tokens=cost.ridge_tokens,
+        overhead_time_s=req.overhead_ms / 1e3,
+    )
+    r = cost.ridge_tokens
+    ridge = "" if r is None else f" up to {r:g} tokens, then x tokens/{r:g}"
+    note = ABSTRACT_NOTE.format(ridge=ridge, t=cost.target_step_ms) + f", c = {cost.draft_cost_ratio:g}"
+    rates = (tuple(float(a) for a in profile.rates_for(t.num_nodes)) if is_chain and profile is not None
+             else None)
+    return RatioStep(metrics, req.batch, req.context,
+                     profile.source if profile is not None else "tree file / --sibling-probs", note,
+                     t, is_chain, rates)
+
+
+def _real_profile(a: Acceptance, k: int | None) -> AcceptanceProfile | None:
+    """The real route's acceptance (None: the draft's prior, or a measured mean length)."""
+    if a.alpha is not None:
+        check_rates(a.alpha, "--alpha")
+    if a.mean_length is not None and any(x is not None for x in (a.alpha, a.alphas, a.file)):
+        raise SpecsimError("give one acceptance: --acceptance-length, --alpha, --alphas or --acceptance")
+    return acceptance_profile(a, k)
+
+
+def _target_and_draft(cost: RealCost, profile: AcceptanceProfile | None) -> tuple[Target, Draft]:
+    """The Target as its engine runs it and the Draft (with the given acceptance, else its prior)."""
+    hw = load_hardware(cost.hardware)
+    if cost.cost_model is not None:
+        hw = hw.with_cost_model(cost.cost_model)
+    bundled = "/" not in cost.engine and not cost.engine.endswith((".yaml", ".yml"))
+    target = Target(hw, load_model(cost.model), cost.tp, cost.weight_dtype, cost.kv_dtype,
+                    engine=bundled_engine(cost.engine) if bundled else load_engine(cost.engine))
+    target.model.check_tp(cost.tp, "--tp")
+    spec: dict[str, object] = {"method": cost.draft}
+    for key in ("draft_tp", "topk", "num_draft_tokens"):
+        if getattr(cost, key) is not None:
+            spec[key] = getattr(cost, key)
+    d = make_draft(spec, target.model, "--draft")
+    return target, d if profile is None else dataclasses.replace(d, acceptance=profile)
+
+
+def _real_shape(req: EvaluateRequest, d: Draft) -> tuple[int, float | None, float | None]:
+    """(k, tokens per step, verified tokens per sequence); None: the draft's own at depth k."""
+    k, tokens, verify_q = req.k, None, None
+    if req.tree is not None:
+        check_chain_or_tree(k, req.tree)
+        spec = load_tree(req.tree)
+        tokens = float(spec.tree.expected_tokens(tree_probs(spec, req.sibling_probs, d.rates)))
+        verify_q = float(spec.tree.num_verify_tokens)
+        k = spec.tree.depth
+    if k is None:
+        raise SpecsimError("give the draft length --k K (or a --tree FILE)")
+    check_k(k, "--k")
+    tau = req.acceptance.mean_length
+    if tau is not None:
+        if req.tree is not None:
+            raise SpecsimError("give either --acceptance-length or a --tree's acceptance, not both")
+        q = float(d.verify_tokens_per_seq(k)) if k else 1.0
+        if not 1.0 <= tau <= q:
+            raise SpecsimError(f"--acceptance-length must lie in [1, {q:g}] at this draft shape (tokens per "
+                               f"verification step including the bonus token), got {tau:g}")
+        tokens = tau
+    return k, tokens, verify_q
+
+
+def checked_memory(target: Target, d: Draft, k: int, batch: int, context: int) -> Memory:
+    """Memory on each GPU; SpecsimError naming what to change when it does not fit."""
+    mem = memory_per_gpu(target, d, k, batch, context)
+    if bool(np.all(mem.fits)):
+        return mem
+    base = memory_per_gpu(target, make_draft("none", target.model), 0, batch, context)
+    why = ("even without speculation" if not bool(np.all(base.fits))
+           else f"with {d.label} at k={k} (plain decoding needs {float(base.total) / GIB:.1f} GiB)")
+    need, cap = float(mem.total / GIB), float(mem.capacity / GIB)
+    raise SpecsimError(f"does not fit: {need:.1f} GiB needed of {cap:.1f} GiB per GPU for {target.model.name} "
+                       f"on {target.tp}x {target.hardware.name} at batch {batch}, context {context}, "
+                       f"{target.weight_dtype} weights, {why}; lower --batch or --context, raise --tp, or use "
+                       "--weight-dtype fp8 / --kv-dtype fp8")
+
+
+def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
+    """The roofline route: the same `config_metrics` that `specsim plan` uses."""
+    target, d = _target_and_draft(cost, _real_profile(req.acceptance, req.k))
+    k, tokens, verify_q = _real_shape(req, d)
+    mem = checked_memory(target, d, k, req.batch, req.context)
+    m = config_metrics(target, d, k, req.batch, req.context, tokens_per_step=tokens, verify_tokens_per_seq=verify_q,
+                       extra_overhead_s=req.overhead_ms / 1e3)
+    measured = req.acceptance.mean_length is not None
+    source = "measured acceptance length" if measured else d.acceptance.source
+    label = cost_model_label(target.hardware)
+    note = (f"{label} cost model: {target.model.name} on {cost.tp}x {target.hardware.name} as "
+            f"{target.engine.name} runs it, draft {d.label} ({d.method}), acceptance "
+            + ("measured (--acceptance-length)" if measured else d.acceptance.source
+               + (f"; {d.acceptance.note}" if d.acceptance.note else "")))
+    return RealStep(m, req.batch, req.context, source, note, d.label, d.method, target.engine.name,
+                    d.acceptance.note if d.acceptance.note and not measured else None,
+                    float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp)

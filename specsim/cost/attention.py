@@ -1,0 +1,149 @@
+"""Time of one attention kernel (decode, verification, prefill) from its shape on a HardwareProfile,
+as the GPU's kernel family launches it (FlashAttention-2 / FlashAttention-3 / FlashInfer split-KV).
+Pure numpy, broadcasting over any array arguments; the roofline pieces are roofline.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.roofline import Array, _join, l2_hit_fraction, stream_s
+
+# Query rows per MMA tile of FlashAttention-2/3 decode and prefill kernels (FA3: 64-row warpgroup
+# tiles; FlashInfer / FA2 on Ampere: 16-row MMAs grouped in 64-row tiles).
+ATTENTION_Q_TILE = 64.0
+SPLIT_KV_MIN_KEYS = 128.0  # one KV block (kBlockN = 128): a split needs at least two
+FA_MAX_SPLITS = 128  # flash_api.cpp: num_splits <= 128
+# FA2's split-KV kernels run 4 warps (128 threads) per CTA: its heuristic counts 2 CTAs per SM
+FA2_CTAS_PER_SM = 2
+
+
+def fa_block_n(head_dim: ArrayLike) -> Array:
+    """kBlockN of FlashAttention-2's split-KV forward kernel (run_mha_fwd_splitkv_dispatch; mirrored in
+    set_params_splitkv): 256 keys per block for head size <= 64, 128 for <= 128, 64 above."""
+    d = np.asarray(head_dim, dtype=float)
+    return np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))
+
+
+def fa_num_splits(work: ArrayLike, slots: ArrayLike, n_blocks: ArrayLike, max_splits: int = FA_MAX_SPLITS) -> Array:
+    """FlashAttention's `num_splits_heuristic` (flash_api.cpp), vectorised: 1 split when the
+    (batch x heads x query blocks) CTAs fill >= 80% of the `slots` (SMs x CTAs per SM); otherwise the
+    fewest splits, up to min(128, slots, KV blocks), whose wave efficiency n/ceil(n) (n = CTAs x splits
+    / slots) is >= 85% of the best, skipping split counts that leave the blocks per split unchanged."""
+    w, sl, nb = np.broadcast_arrays(*(np.ceil(np.asarray(a, dtype=float)) for a in (work, slots, n_blocks)))
+    out = np.ones(w.shape)
+    need = (w < 0.8 * sl) & (nb > 1)
+    if not need.any():
+        return out
+    keys, inverse = np.unique(np.stack([w[need], sl[need], nb[need]], axis=-1), axis=0, return_inverse=True)
+    kw, ksl, knb = (keys[:, i, None] for i in range(3))
+    s = np.arange(1, max_splits + 1, dtype=float)[None, :]
+    top = np.minimum(np.minimum(float(max_splits), ksl), knb)
+    eligible = (s <= top) & ((s == 1) | (np.ceil(knb / s) != np.ceil(knb / np.maximum(s - 1, 1))))
+    waves = kw * s / ksl
+    eff = np.where(eligible, waves / np.ceil(waves), 0.0)
+    ok = eligible & (eff >= 0.85 * eff.max(axis=-1, keepdims=True))
+    out[need] = (np.argmax(ok, axis=-1) + 1.0)[inverse.reshape(-1)]
+    return out
+
+
+def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike,
+                         kv_heads: ArrayLike, head_dim: ArrayLike, hw: HardwareProfile) -> tuple[Array, Array, Array]:
+    """(work units, KV splits, CTA slots) of one attention kernel as the GPU's kernel family launches it
+    (`hw.attention_kernel`). A work unit is one CTA's (sequence x head x query tile) before splitting.
+
+    * "fa2" (FlashAttention-2, vLLM on Ampere / Ada; flash_api.cpp mha_varlen_fwd): a decode step of a
+      GQA model swaps its query heads into the query length (seqlenq_ngroups_swapped: the heads sharing
+      a KV head ride one 64-row tile) and only then splits the KV (`fa_num_splits` over 2 x SMs slots,
+      KV blocks of `fa_block_n` keys). MHA decode (heads = KV heads) is not swapped and never split:
+      one CTA per (sequence x head) walks its whole KV, so few sequences run on few SMs.
+    * "fa3" (FA3 / FlashInfer): query heads packed per KV head for every layout, the KV split when the
+      units do not fill the SMs and span more than one 128-key block; `fa_num_splits` over the SMs."""
+    b, q, ctx, h, kvh, d = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len, heads, kv_heads,
+                                                                   head_dim))
+    sms = float(hw.sm_count)
+    units = b * kvh * np.ceil(q * (h / kvh) / ATTENTION_Q_TILE)
+    if hw.attention_kernel == "fa2":
+        slots = sms * FA2_CTAS_PER_SM
+        swapped = (q == 1) & (h > kvh)
+        units = np.where((q == 1) & ~swapped, b * h, units)
+        splits = np.where(swapped, fa_num_splits(units, slots, np.ceil(ctx / fa_block_n(d))), 1.0)
+        return units, splits, np.full(np.shape(splits), slots)
+    split = attention_splits_kv(units, ctx, hw)
+    splits = np.where(split, np.maximum(fa_num_splits(units, sms, np.ceil(ctx / SPLIT_KV_MIN_KEYS)), 2.0), 1.0)
+    return units, splits, np.full(np.shape(splits), sms)
+
+
+def attention_splits_kv(units: ArrayLike, context_len: ArrayLike, hw: HardwareProfile) -> NDArray[np.bool_]:
+    """Whether a split-KV ("fa3") kernel splits the KV across CTAs (and runs a combine kernel): the
+    (sequence x KV head x query tile) work units do not fill the SMs and the KV spans more than one
+    block (FlashAttention's num_splits heuristic, flash_api.cpp; FlashInfer's split-KV scheduler alike).
+    The kernel family's own rule is `attention_num_splits`."""
+    return (np.asarray(units, dtype=float) < hw.sm_count) & (np.asarray(context_len, dtype=float) > SPLIT_KV_MIN_KEYS)
+
+
+def attention_time_s(
+    batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
+    qk_dim: ArrayLike, v_dim: ArrayLike, kv_bytes_per_token: ArrayLike, hw: HardwareProfile,
+    dtype: str = "bf16", act_bytes: float = 2.0, buffer_sets: ArrayLike | None = None,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Attention of B sequences x q new tokens over a KV cache of L tokens (L includes the q), for
+    one layer on one GPU: decode (q = 1), verification (small q, long L) and prefill (q = L) in one
+    form, FlashAttention / flash-decoding style (Dao et al. 2022-23).
+
+    * Each sequence's KV cache (L tokens, kv_bytes_per_token each) is read once for all q new
+      tokens (flash-decoding); Q and O are read and written once.
+    * FLOPs = 2 * q * L' * (qk_dim + v_dim) per head, L' = L - (q - 1)/2: the prefix is visible to
+      every new token, the new tokens see each other causally (a prefill does half the square).
+    * The q * (heads / kv_heads) query rows that share a KV head are packed into 64-row tensor-core
+      tiles (GQA packing), so a decode step pays for 64 rows and verification with q * group <= 64
+      costs the same tensor-core time as decode — between the two regimes it is this padding, not q,
+      that sets the compute; past the ridge it grows with q as prefill does.
+    * Fixed costs: `attention_overhead_us` per kernel, `attention_split_us` more when the KV is
+      split across CTAs (`attention_splits_kv`: the combine kernel; fading linearly as the units fill
+      the SMs, so that time never drops where splitting stops), and
+      `attention_cta_us` per wave of (sequence x KV head x query tile) work units over the SMs (never
+      less than one: split-KV fills the GPU at small batch), joined with the streaming by a p-norm
+      of p = `attention_cta_overlap` (1: in series, as one unit per SM; large: hidden by the other
+      units). Measured: 9 us floor and ~3 us per wave of 132 units on H100 FA3 (NVIDIA's tables,
+      aiconfigurator-core 0.12.0).
+    * Compute at `attention_compute` of the dense peak, memory at `attention_memory` of HBM; a
+      benchmark replaying one KV cache (`buffer_sets`, see `l2_hit_fraction`) reads it from L2.
+    Returns (time, compute, memory, flops, bytes).
+    """
+    b, q, ctx, h, kvh, dqk, dv, kvt = (np.asarray(a, dtype=float) for a in (
+        batch, q_per_seq, context_len, heads, kv_heads, qk_dim, v_dim, kv_bytes_per_token))
+    group = h / kvh
+    keys = np.maximum(ctx - (q - 1.0) / 2.0, 1.0)
+    flops = 2.0 * b * q * keys * h * (dqk + dv)
+    rows = np.ceil(q * group / ATTENTION_Q_TILE) * ATTENTION_Q_TILE
+    padded = 2.0 * b * kvh * rows * keys * (dqk + dv)
+    kv = b * ctx * kvt
+    bytes_ = kv + b * q * h * (dqk + dv) * act_bytes
+    eff = hw.efficiency
+    compute = padded / (hw.peak(dtype) * eff.attention_compute)
+    hit = 0.0 if buffer_sets is None else l2_hit_fraction(np.asarray(buffer_sets, dtype=float) * bytes_, hw)
+    units, splits, slots = attention_num_splits(b, q, ctx, h, kvh, dqk, hw)
+    # split-KV spreads few (sequence x KV head) units over the SMs, but not at full bandwidth: a share
+    # `attention_split_bw_loss` of it is lost as the units fall to none per SM (H100 FA3: batch 1 streams
+    # its KV at ~86% of batch 8's rate, NVIDIA's tables)
+    fill = np.clip(units / hw.sm_count, 0.0, 1.0)
+    mem = stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.attention_memory
+                   * (1.0 - eff.attention_split_bw_loss * (1.0 - fill)))
+    # Little's law per CTA: one CTA walks its share of the KV block after block at
+    # `attention_cta_gb_per_s` (its loads in flight over the memory latency, with its MMAs in series), so
+    # units x splits CTAs, at most `slots` at once, cannot stream faster than that many times the rate
+    # (vLLM FA2 on A100: an MHA head alone streams ~22 GB/s, 64 heads ~1.3 TB/s, NVIDIA's tables)
+    ctas = units * splits
+    cta_s = np.ceil(ctas / slots) * bytes_ / np.maximum(ctas, 1.0) / (eff.attention_cta_gb_per_s * 1e9)
+    mem = _join(mem, cta_s, eff.ridge_sharpness)
+    per_unit = eff.attention_cta_us * 1e-6 * np.maximum(units / hw.sm_count, 1.0)
+    split = splits > 1  # flash-decoding's combine kernel
+    # the work units' setup overlaps with the other units' streaming as far as the kernel keeps
+    # several units per SM: a p-norm of p = attention_cta_overlap (1: in series, large: hidden)
+    # the combine kernel's share fades as the units fill the SMs (fewer splits each): no cliff in batch
+    combine = np.where(split, eff.attention_split_us * (1.0 - fill), 0.0)
+    t = (eff.attention_overhead_us + combine) * 1e-6 \
+        + _join(per_unit, _join(compute, mem, eff.ridge_sharpness), eff.attention_cta_overlap)
+    return t, compute, mem, flops, bytes_

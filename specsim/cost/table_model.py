@@ -1,0 +1,156 @@
+"""The measured-table cost model: measured kernels interpolated where a shape is covered, the roofline
+outside, as Vidur and NVIDIA's aiconfigurator do, plus the analytic fallback. It interpolates the ratio
+measured / roofline (in log space) over the measured grid and multiplies the roofline by it: at a
+measured shape under the benchmark's own conditions it returns the measurement; between measured
+shapes it corrects the roofline by its neighbours' errors; outside the grid (another head count, a
+shape beyond the sweep, eager NCCL) the ratio is 1 and the roofline answers. Because the roofline
+also models the benchmark's L2-warm replays (buffer_sets), the ratio carries the kernel's
+efficiency, not the benchmark's cache state, into a forward pass where weights are cold.
+
+Coverage: GEMMs (per tensor-core dtype: tokens x N x K grid), decode attention (batch x KV length
+per per-GPU head count, head size and KV dtype), prefill attention (batch x prompt length),
+fused MoE (tokens, per model shape and expert split), all-reduce (message size per GPU count and
+implementation). Verification attention (1 < q < L) has no table: it is the roofline's
+verification form scaled by the measured decode ratio at the same batch and KV length (the
+measured fixed and per-sequence costs of the decode kernel carry over; the tensor-core padding of
+q x group query rows is the roofline's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from specsim.cost.costmodel import RooflineCostModel
+from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.measured_tables import MeasuredTables, compute_key, kv_bytes_key
+from specsim.cost.ratio_grid import RatioGrid
+from specsim.cost.roofline import Array
+
+if TYPE_CHECKING:  # pandas only where measured tables are read
+    import pandas as pd
+
+
+def _ratio(grid: RatioGrid | None, *coords: ArrayLike) -> Array:
+    """exp(interpolated log-ratio), 1 where the grid does not cover the point."""
+    if grid is None:
+        return np.ones(np.broadcast(*coords).shape)
+    return np.exp(np.nan_to_num(grid.lookup(*coords), nan=0.0))
+
+
+@dataclass
+class TableCostModel:
+    """Measured tables where they cover a shape, the roofline outside (module docstring)."""
+
+    hw: HardwareProfile
+    tables: MeasuredTables
+    name: str = "table"
+
+    def __post_init__(self) -> None:
+        self.roofline = RooflineCostModel(self.hw)
+
+    def describe(self) -> str:
+        return f"table ({self.tables.source}; roofline outside the measured shapes)"
+
+    def gemm(self, m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str = "bf16", weight_bytes: float = 2.0,
+             act_bytes: float = 2.0, groups: ArrayLike = 1.0, compute_scale: float = 1.0,
+             ) -> tuple[Array, Array, Array]:
+        t, c, mem = self.roofline.gemm(m, n, k, dtype, weight_bytes, act_bytes, groups, compute_scale)
+        if compute_scale != 1.0 or np.any(np.asarray(groups) != 1.0):
+            return t, c, mem  # grouped GEMMs: the MoE tables cover them (moe_ratio)
+        key = str((dtype, float(weight_bytes)))
+        return t * _ratio(self.tables.gemm_grid.get(key), m, n, k), c, mem
+
+    def attention(self, batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike,
+                  kv_heads: ArrayLike, qk_dim: ArrayLike, v_dim: ArrayLike, kv_bytes_per_token: ArrayLike,
+                  dtype: str = "bf16") -> tuple[Array, Array, Array, Array, Array]:
+        t, c, mem, flops, bytes_ = self.roofline.attention(batch, q_per_seq, context_len, heads, kv_heads, qk_dim,
+                                                           v_dim, kv_bytes_per_token, dtype)
+        if np.ndim(heads) or np.ndim(kv_heads) or np.ndim(qk_dim) or np.ndim(kv_bytes_per_token) or qk_dim != v_dim:
+            return t, c, mem, flops, bytes_  # per-row head shapes (measurement rows) or MLA: roofline
+        heads, kv_heads, qk_dim, kv_bytes_per_token = cast(  # scalars from here on
+            "tuple[float, float, float, float]", (heads, kv_heads, qk_dim, kv_bytes_per_token))
+        kvb = float(kv_bytes_per_token) / (2.0 * float(kv_heads) * float(qk_dim))
+        b, q, ctx = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len)))
+        dec = self.tables.decode.get((float(heads), float(kv_heads), float(qk_dim), kvb))
+        pre = self.tables.prefill.get((float(heads), float(kv_heads), float(qk_dim), dtype))
+        r = _ratio(dec, b, ctx)  # decode, and verification (1 < q < L): the decode kernel's ratio
+        if pre is not None:
+            r = np.where((q > 1) & (q >= ctx), _ratio(pre, b, q), r)
+        return t * r, c, mem, flops, bytes_
+
+    def moe_ratio(self, tokens: ArrayLike, hidden: float, inter: float, n_experts: float, top_k: float,
+                  dtype: str, weight_bytes: float) -> Array:
+        grid = self.tables.moe.get((str((dtype, float(weight_bytes))), float(hidden), float(inter), float(n_experts),
+                                    float(top_k)))
+        return _ratio(grid, tokens)
+
+    def moe_fixed(self, routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike) -> Array:
+        return self.roofline.moe_fixed(routing_bytes, permute_bytes, active_experts)
+
+    def moe_gemm(self, tokens: ArrayLike, rows: ArrayLike, active: ArrayLike, n: float, k: float, n_experts: float,
+                 inter: float, dtype: str = "bf16", weight_bytes: float = 2.0, act_bytes: float = 2.0,
+                 ) -> tuple[Array, Array, Array]:
+        # the roofline's: the measured MoE tables correct the whole layer (moe_ratio)
+        return self.roofline.moe_gemm(tokens, rows, active, n, k, n_experts, inter, dtype, weight_bytes, act_bytes)
+
+    def allreduce(self, bytes_: ArrayLike, world_size: ArrayLike, impl: str = "nccl") -> Array:
+        t = self.roofline.allreduce(bytes_, world_size, impl)
+        b, n = np.broadcast_arrays(np.asarray(bytes_, dtype=float), np.asarray(world_size, dtype=float))
+        r = np.ones(b.shape)
+        for (grid_impl, size), grid in self.tables.allreduce.items():
+            if grid_impl == impl:
+                r = np.where(n == size, _ratio(grid, b), r)
+        return t * r
+
+    def memory_op(self, bytes_: ArrayLike, kernels: ArrayLike = 1.0) -> Array:
+        return self.roofline.memory_op(bytes_, kernels)
+
+    def row_ratios(self, df: pd.DataFrame) -> Array:
+        """The table's correction of the roofline for each measurement row (1 where not covered)."""
+        import pandas as pd
+
+        from specsim.cost.measurements import kernel_dtype
+
+        r = np.ones(len(df))
+        op = df["op"].astype(str).to_numpy()
+        num = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(float) if c in df else np.full(len(df), np.nan)
+               for c in ("tokens", "d_in", "d_out", "batch", "q_per_seq", "context_len", "n_heads", "n_kv_heads",
+                         "head_dim", "n_experts", "top_k", "bytes", "world_size", "ep")}
+        text = {c: df[c].astype(object).where(df[c].notna(), "").astype(str).to_numpy() if c in df
+                else np.full(len(df), "") for c in ("dtype", "kv_dtype", "impl")}
+        grid: RatioGrid | None
+        for key, grid in self.tables.gemm_grid.items():
+            sel = (op == "gemm") & (np.array([str(kernel_dtype(x)) for x in text["dtype"]]) == key)
+            if sel.any():
+                r[sel] = _ratio(grid, num["tokens"][sel], num["d_out"][sel], num["d_in"][sel])
+        att = op == "attention"
+        for i in np.flatnonzero(att):
+            hk = (num["n_heads"][i], num["n_kv_heads"][i], num["head_dim"][i])
+            if num["q_per_seq"][i] == 1:
+                grid = self.tables.decode.get((*hk, kv_bytes_key(text["kv_dtype"][i])))
+                r[i] = _ratio(grid, num["batch"][i], num["context_len"][i])
+            elif num["q_per_seq"][i] >= num["context_len"][i]:
+                grid = self.tables.prefill.get((*hk, compute_key(text["dtype"][i])))
+                r[i] = _ratio(grid, num["batch"][i], num["q_per_seq"][i])
+        for i in np.flatnonzero((op == "moe") & (np.nan_to_num(num["ep"], nan=1.0) == 1)):
+            moe_key = (str(kernel_dtype(text["dtype"][i])), num["d_in"][i], num["d_out"][i], num["n_experts"][i],
+                       num["top_k"][i])
+            r[i] = _ratio(self.tables.moe.get(moe_key), num["tokens"][i])
+        impl = np.where(text["impl"] == "", "nccl", text["impl"])
+        for (grid_impl, size), grid in self.tables.allreduce.items():
+            sel = (op == "allreduce") & (impl == grid_impl) & (num["world_size"] == size)
+            if sel.any():
+                r[sel] = _ratio(grid, num["bytes"][sel])
+        return r
+
+    def predict_ms(self, df: pd.DataFrame) -> Array:
+        """Milliseconds for measurement rows: the roofline under each row's benchmark conditions
+        (L2-warm replays included) times the table's correction — the measurement itself at a
+        measured shape."""
+        from specsim.cost.measurements import RowSet
+
+        return RowSet(df.reset_index(drop=True)).predict_ms(self.hw) * self.row_ratios(df.reset_index(drop=True))

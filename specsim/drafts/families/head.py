@@ -1,0 +1,93 @@
+"""Autoregressive heads at the target's width, run k times in sequence by the engine's drafting loop:
+
+  eagle, eagle2, eagle3
+        one decoder layer on target features + an LM head (Li et al. 2024, 2025); EAGLE-3 fuses three
+        feature layers and has a reduced draft vocabulary
+  mtp   DeepSeek-V3 multi-token-prediction module(s): one full layer (MoE for DeepSeek-V3) + projection,
+        reused; shipped in the target's checkpoint
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from specsim.cost.dtypes import weight_bytes
+from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.model import ModelSpec
+from specsim.cost.roofline import Array
+from specsim.drafts.family import Family
+from specsim.drafts.loop import Drafter, drafting_loop_s
+from specsim.engines.profile import EngineProfile
+from specsim.errors import SpecsimError
+
+if TYPE_CHECKING:
+    from specsim.drafts.draft import Draft
+
+#: EAGLE-3 released heads: a 32k draft vocabulary.
+EAGLE3_DRAFT_VOCAB = 32000
+
+
+def head_model(target: ModelSpec, vocab: int | None = None, moe: bool = False) -> ModelSpec:
+    """A one-layer model at the target's width: EAGLE's draft layer (dense) or an MTP module (as
+    the target's layer, MoE for DeepSeek-V3)."""
+    return dataclasses.replace(
+        target, name=f"{target.name}-head", n_layers=1, vocab=vocab or target.vocab,
+        n_dense_layers=0,
+        n_experts=target.n_experts if moe else 0, top_k=target.top_k if moe else 0,
+        n_shared_experts=target.n_shared_experts if moe else 0,
+        kv_lora_rank=target.kv_lora_rank if moe else 0, q_lora_rank=target.q_lora_rank if moe else 0,
+        mtp_layers=0,
+    )
+
+
+@dataclass(frozen=True)
+class Head(Family):
+    """A one-layer autoregressive head fusing `fuse` x h target features into its h-wide input."""
+
+    name: str = "head"
+    can_tree: bool = True
+    fuse: int = 2  # 2h -> h (EAGLE-1/2, MTP's projection), 3h -> h (EAGLE-3)
+    own_vocab: bool = False  # its own reduced-vocabulary LM head (EAGLE-3)
+    moe: bool = False  # the target's (MoE) layer (MTP)
+    shipped: bool = False  # ships in the target's checkpoint (MTP): the target must have it
+
+    def complete(self, settings: dict[str, int], target: ModelSpec, where: str) -> dict[str, int]:
+        if self.own_vocab and "draft_vocab" not in settings:
+            settings["draft_vocab"] = min(EAGLE3_DRAFT_VOCAB, target.vocab)
+        if self.shipped and not target.mtp_layers:
+            raise SpecsimError(f"{where}: {target.name} ships no MTP module; use another draft")
+        return settings
+
+    def model(self, d: Draft, target: ModelSpec) -> ModelSpec:
+        """The head as a one-layer model."""
+        return head_model(target, d.draft_vocab if self.own_vocab else None, moe=self.moe)
+
+    def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
+                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+        if self.shipped and not target.mtp_layers:
+            raise SpecsimError(f"{target.name} ships no MTP module (num_nextn_predict_layers = 0)")
+        drafter = Drafter(self.model(d, target), tp, float(d.topk if d.is_tree else 1), self.fuse * target.hidden,
+                          e.draft_tree_ops)
+        return drafting_loop_s(drafter, e, hw, target, b, k, ctx, weight_dtype, kv_dtype)
+
+    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
+                             kv_dtype: str) -> tuple[Array, Array]:
+        wb = weight_bytes(weight_dtype)
+        head = self.model(d, target)
+        c = head.param_counts()
+        w = (c["attention"] + c["dense_mlp"] + c["experts"]) * wb / tp
+        if self.own_vocab:
+            w += c["lm_head"] * wb / tp  # its own reduced-vocabulary head
+        w += self.fuse * target.hidden**2 * wb / tp
+        kv = b * head.kv_bytes_per_sequence(ctx, kv_dtype, tp)
+        return np.full(b.shape, w), kv
+
+
+EAGLE = Head("eagle")
+EAGLE2 = Head("eagle2")
+EAGLE3 = Head("eagle3", fuse=3, own_vocab=True)
+MTP = Head("mtp", can_tree=False, moe=True, shipped=True)

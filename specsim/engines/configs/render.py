@@ -1,0 +1,32 @@
+"""A plan's speculation as every engine's configuration: vLLM, TensorRT-LLM, SGLang, and a note."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from specsim.engines.configs.bands import Bands, Speculation
+from specsim.engines.configs.sglang import SGLANG_ALGO, sglang_config
+from specsim.engines.configs.trtllm import TRTLLM_TYPE, trtllm_config
+from specsim.engines.configs.vllm import VLLM_METHOD, vllm_config
+from specsim.records import Json
+
+#: each engine's writer, in the order the configurations are written
+ENGINES: dict[str, Callable[[Speculation], Json]] = {"vllm": vllm_config, "trtllm": trtllm_config,
+                                                     "sglang": sglang_config}
+#: the methods each engine runs
+ENGINE_METHODS = (VLLM_METHOD, TRTLLM_TYPE, SGLANG_ALGO)
+
+
+def _note(bands: Bands) -> str:
+    low = bands.on[0]
+    return f"speculate up to batch {bands.last_on}; off above" + (
+        f" (low-load tree: topk {low.topk}, {low.num_draft_tokens} nodes, depth {low.k})" if low.is_tree else "")
+
+
+def render_configs(spec: Speculation) -> dict[str, Json]:
+    """{vllm, trtllm, sglang, note}: each engine's configuration (None where the engine does not run the
+    method) and a note; without speculation (no band speculates, or no engine runs the method: a plan that
+    does not speculate) every engine's is None."""
+    if not spec.bands.on or not any(spec.method in methods for methods in ENGINE_METHODS):
+        return {**dict.fromkeys(ENGINES), "note": "no speculation: leave speculative decoding off"}
+    return {**{name: write(spec) for name, write in ENGINES.items()}, "note": _note(spec.bands)}

@@ -1,0 +1,154 @@
+"""Steady stretches: the event loop's fast path (see `engine.simulate`).
+
+A steady stretch is decoding only: no partial prefill, nothing admitted, no preemption. It ends at the first
+finish, at an arrival that is admitted or at a preemption. Its steps advance several at once: the stretch's
+accepted tokens are compared in one array from the same uniform draws, in the same order, and each step is
+priced at its own mean context, so the result is identical to stepping one iteration at a time.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from specsim.simulate.cost import StepTable, interpolate_row
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+#: The running requests: ids, contexts, remaining outputs (one each) and survival by depth (rows) of each (columns).
+Running = tuple[IntArray, IntArray, IntArray, FloatArray]
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """What a steady stretch reads of the event loop (and the lists and arrays it updates in place)."""
+
+    arrivals: list[float]
+    cum_n: list[float]
+    cum_t: list[float]
+    rejected: list[bool] | None  # None: nothing rejected
+    waiting: deque[int]
+    prompt: list[int]
+    gen: list[int]
+    cap: int
+    budget_max: int
+    max_seqs: int
+    dec_rows: list[list[float]]
+    grid: list[float]
+    table: StepTable
+    k_of_b: list[int]
+    finish: FloatArray
+    log: list[tuple[float, float, int, int, int, int, int, int, int, float]]
+    spec_blocks: list[tuple[int, IntArray]]
+    plain_blocks: list[tuple[int, int, int]]
+
+
+def stretch(lim: int, t: float, dt: float, na: int, nd: int, k: int, dec_kv: int, pre_kv: int, upos: int,
+            ubuf: FloatArray, run: Running, lp: Loop) -> tuple[float, int, int, int, Running]:
+    """Up to `lim` steps of a steady stretch from a step already scheduled (nd decoding requests, nothing
+    prefilling or admitted, priced at dt): each step exactly as `simulate`'s loop runs it, the accepted tokens of
+    all `lim` steps compared at once from the same draws (step i reads the buffer at upos + i * nd, as the loop
+    does). Stops after the first step in which a request finishes, or before a step that would preempt or admit.
+    Returns t, the next arrival, the decode KV, the buffer position and the running arrays after the stretch."""
+    first = len(lp.log)
+    if k:
+        e, csum, f = _emissions(lim, nd, k, ubuf[upos:upos + lim * nd], run)
+        toks: list[int] = e.sum(axis=1).tolist()
+        t, na, dec_kv, m, run = _steps(lim, f, toks, csum, t, dt, na, nd, k, dec_kv, pre_kv, run, lp)
+        lp.spec_blocks.append((first, e[:m]))
+        return t, na, dec_kv, upos + m * nd, run
+    f = lim - 1 if int(run[2].min()) == lim else lim  # every decode emits one token a step
+    t, na, dec_kv, m, run = _steps(lim, f, [nd] * lim, None, t, dt, na, nd, k, dec_kv, pre_kv, run, lp)
+    lp.plain_blocks.append((first, m, nd))
+    return t, na, dec_kv, upos, run
+
+
+def _emissions(lim: int, nd: int, k: int, u: FloatArray, run: Running) -> tuple[IntArray, IntArray, int]:
+    """The tokens each decode emits in each of `lim` speculative steps (lim, nd), their running sums over the steps
+    and f, the first step in which a request finishes (lim: none), from the draws `u` (step i's at i * nd)."""
+    run_rem, run_s = run[2], run[3]
+    # accepted tokens of each step: A = #{i <= k : u < S_i}; each decode emits 1 + A (capped at a finish)
+    e = (u.reshape(lim, 1, nd) < run_s[:k]).sum(axis=1)
+    e += 1
+    csum = np.cumsum(e, axis=0)
+    hit: BoolArray = np.asarray((csum >= run_rem).any(axis=1))  # cumulative: from the first finish on
+    f = int(hit.argmax()) if hit[-1] else lim
+    if f < lim:  # the finishing step: emissions capped by what is left
+        before = csum[f - 1] if f else 0
+        np.minimum(e[f], run_rem - before, out=e[f])
+        csum[f] = e[f] + before
+    return e, csum, f
+
+
+def _steps(lim: int, f: int, toks: list[int], csum: IntArray | None, t: float, dt: float, na: int, nd: int, k: int,
+           dec_kv: int, pre_kv: int, run: Running, lp: Loop) -> tuple[float, int, int, int, Running]:
+    """The stretch's steps, each logged as the loop logs it (step m emits toks[m] tokens, csum[m] by each decode
+    so far; csum None: one a step), until step f (a finish), `lim` steps, or before a step that would preempt or
+    admit. Returns t, the next arrival, the decode KV, the steps run and the running arrays after them."""
+    arr, cum_n, cum_t, log, waiting = lp.arrivals, lp.cum_n, lp.cum_t, lp.log, lp.waiting
+    n = len(arr)
+    kv_step = nd * (k + 1)
+    budget = lp.budget_max - kv_step
+    can_admit = budget > 0 and nd < lp.max_seqs
+    row, grid = lp.dec_rows[nd], lp.grid
+    last = len(grid) - 2
+    m = 0
+    while True:
+        t_end = t + dt
+        if na < n and arr[na] <= t_end:
+            j = bisect_right(arr, t_end, na)
+            area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
+        else:
+            area = 0.0
+        tok = toks[m]
+        dec_kv += tok
+        if m == f:  # some request emitted its last token
+            dec_kv, run = _finish(csum[f] if csum is not None else f + 1, t_end, dec_kv, run, lp.finish)
+        log.append((t, dt, nd, nd, len(waiting), k, 0, tok, dec_kv + pre_kv, area))
+        t = t_end
+        m += 1
+        if m > f or m == lim:
+            break
+        # the next step's start, as the loop runs it: arrivals join the queue; stop where it would preempt or admit
+        if na < n and arr[na] <= t:
+            na = _join(arr, na, t, waiting, lp.rejected)
+        free = lp.cap - dec_kv - pre_kv - kv_step
+        if free < 0 or (waiting and can_admit and min(lp.prompt[waiting[0]] + lp.gen[waiting[0]], budget) <= free):
+            break
+        x = dec_kv / nd
+        j = bisect_right(grid, x) - 1  # interpolate_row inline
+        j = 0 if j < 0 else last if j > last else j
+        lo = row[j]
+        dt = lo + (x - grid[j]) / (grid[j + 1] - grid[j]) * (row[j + 1] - lo)
+        if dt != dt:  # NaN: a block not evaluated yet
+            lp.table.refresh_rows(lp.dec_rows, lp.k_of_b, nd, x)
+            row = lp.dec_rows[nd]
+            dt = interpolate_row(row, grid, x)
+    if m <= f:  # stopped before the finishing step: every decode advances by its tokens so far
+        done = csum[m - 1] if csum is not None else m
+        run = (run[0], run[1] + done, run[2] - done, run[3])
+    return t, na, dec_kv, m, run
+
+
+def _finish(done: IntArray | int, t_end: float, dec_kv: int, run: Running, finish: FloatArray) -> tuple[int, Running]:
+    """The step in which some request emitted its last token: every decode advances by `done` (its tokens in the
+    stretch), the finished leave at t_end and free their KV. Returns the decode KV and the running arrays."""
+    run_id, run_ctx, run_rem, run_s = run
+    run_ctx, run_rem = run_ctx + done, run_rem - done
+    fin = run_rem == 0
+    finish[run_id[fin]] = t_end
+    dec_kv -= int(run_ctx[fin].sum())
+    keep = ~fin
+    return dec_kv, (run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep])
+
+
+def _join(arr: list[float], na: int, t: float, waiting: deque[int], rejected: list[bool] | None) -> int:
+    """Requests that arrived by t join the queue (rejected ones do not); returns the next arrival."""
+    j = bisect_right(arr, t, na)
+    waiting.extend([i for i in range(na, j) if not rejected[i]] if rejected is not None else range(na, j))
+    return j
