@@ -7,6 +7,7 @@ tree (siblings by the hazard model ``trees.sibling_probs_hazard``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -127,8 +128,15 @@ def tau_of(rates: Sequence[float] | FloatArray, shape: Shape | Tree | int) -> fl
         return float(1.0 + np.cumprod(r[: s.depth]).sum())  # chain formula (seed chapter)
     if s.static:
         return tau_of(r, static_tree(s.static))
-    probs = sibling_probs_hazard(r[: s.depth], s.topk)
-    return float(eagle2_expected_tokens(probs, s.topk, s.depth, s.num_nodes))
+    return _dynamic_tree_tau(tuple(r[: s.depth].tolist()), s.topk, s.depth, s.num_nodes)
+
+
+@functools.lru_cache(maxsize=65536)
+def _dynamic_tree_tau(rates: tuple[float, ...], topk: int, depth: int, nodes: int) -> float:
+    """tau of EAGLE-2's dynamic tree over sibling-hazard probabilities; memoised (pure in its arguments): the
+    catalogue's lookups ask for the same entry's tree over and over."""
+    probs = sibling_probs_hazard(np.asarray(rates, dtype=float), topk)
+    return float(eagle2_expected_tokens(probs, topk, depth, nodes))
 
 
 def tau_grid(rates: FloatArray, shape: Shape) -> FloatArray:
