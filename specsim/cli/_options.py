@@ -26,7 +26,9 @@ Fmt = Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)]
 Hardware = Annotated[str, typer.Option("--hardware", "-H", help="profile name or path to a YAML")]
 Model = Annotated[str, typer.Option("--model", "-m", help="catalogue name or path to a config.json (or its folder)")]
 Tp = Annotated[int, typer.Option("--tp", help="tensor-parallel degree (divides the attention heads)")]
-WeightDtype = Annotated[str | None, typer.Option("--weight-dtype", help="weight dtype: bf16 (default) | fp8 | int4")]
+WeightDtype = Annotated[str | None, typer.Option(
+    "--weight-dtype", help="weight format: bf16 (default) | fp8 | fp8_block | int8 | int4 | w4a8 | nvfp4 | mxfp4 | "
+    "native (the checkpoint's own), or per part: fp8,experts=nvfp4 (attention, dense, experts, head, mtp)")]
 DtypeAlias = Annotated[str | None, typer.Option("--dtype", hidden=True, help="old name of --weight-dtype")]
 KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 | fp8")]
 Batch = Annotated[int, typer.Option("--batch", "-b", help="sequences per step")]
@@ -41,15 +43,19 @@ CostModel = Annotated[str | None, typer.Option(
 
 
 def weight_dtype(value: str | None, alias: str | None) -> str:
-    """--weight-dtype, or its hidden old name --dtype, checked against the known weight dtypes (an empty value
-    is refused); bf16 when neither is given."""
-    from specsim.cost.dtypes import WEIGHT_BYTES, canonical
+    """--weight-dtype, or its hidden old name --dtype: a weight format, `native` (the checkpoint's own) or a
+    format per part (`fp8,experts=nvfp4`), checked (an empty value is refused); bf16 when neither is given."""
+    from specsim.cost.dtypes import WEIGHT_BYTES, check_precision
 
     if value is not None and alias is not None and value != alias:
         raise SpecsimError(f"give --weight-dtype only (--dtype is its old name), got {value!r} and {alias!r}")
     for given, option in ((value, "--weight-dtype"), (alias, "--dtype")):
-        if given is not None and (not str(given).strip() or canonical(given) not in WEIGHT_BYTES):
-            raise SpecsimError(f"{option} must be one of {' | '.join(WEIGHT_BYTES)}, got {given!r}")
+        if given is not None:
+            try:
+                check_precision(str(given))
+            except SpecsimError:
+                raise SpecsimError(f"{option} must be one of {' | '.join(WEIGHT_BYTES)} | native, or a format per part "
+                                   f"(fp8,experts=nvfp4), got {given!r}") from None
     return value or alias or "bf16"
 
 

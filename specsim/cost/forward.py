@@ -49,7 +49,7 @@ class ForwardBreakdown:
 def breakdown(model: ModelSpec, hw: HardwareProfile, shape: PassShape) -> ForwardBreakdown:
     ops = layer_ops(model, hw, shape)
     if model.is_moe and model.n_dense_layers:
-        ops = layer_ops(model, hw, shape, moe=False) + ops
+        ops = layer_ops(model, hw, shape, moe=False, mixers=False) + ops
     ops = ops + head_ops(model, hw, shape)
     # One host-side launch of the captured pass (CUDA graph) per forward.
     overhead = np.broadcast_to(np.asarray(hw.launch_overhead_s), shape.tokens.shape).astype(float)

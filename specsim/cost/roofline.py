@@ -38,7 +38,8 @@ SWAP_TOKEN_TILES = np.array([1.0, 2.0, 3.0, 4.0])
 SWAP_SPLIT_K = np.array([1.0, 2.0, 4.0, 8.0])
 TOKEN_STEP, MAX_TOKEN_TILE = 8.0, 256.0
 K_STEP = 64.0  # K per main-loop iteration of 16-bit MMA kernels (CUTLASS / Triton BLOCK_K): a K of 24 costs 64
-QUANT_BYTES = 1.0  # fp8 / int8 activations after dynamic quantisation
+QUANT_BYTES = 1.0  # fp8 / int8 activations after dynamic quantisation (fp4: counted alike, an upper bound)
+LOW_PRECISION = ("fp8", "int8", "fp4")  # W8A8 / W4A4 tensor-core dtypes: quantised activations
 
 
 def _configs() -> tuple[Array, Array, Array, Array, Array]:
@@ -126,9 +127,9 @@ def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile,
     sms = float(hw.sm_count)
     wo = is_weight_only(dtype, weight_bytes, act_bytes)
     per_sm = hw.peak(dtype) * eff.gemm_compute * compute_scale / sms
-    if dtype in ("fp8", "int8"):
+    if dtype in LOW_PRECISION:  # fp4 tiles at the fp8 tiles' fitted share of their peak (no fp4 tables fitted)
         per_sm = per_sm * eff.fp8_compute
-    a_in = QUANT_BYTES if dtype in ("fp8", "int8") else act_bytes  # W8A8 GEMMs read quantised activations
+    a_in = QUANT_BYTES if dtype in LOW_PRECISION else act_bytes  # W8A8 GEMMs read quantised activations
     l2_per_sm = eff.l2_bw_tb_per_s * 1e12 / sms
     m, n, k, g = (np.asarray(a, dtype=float)[..., None] for a in (m, n, k, groups))
     token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP,
@@ -215,7 +216,7 @@ def gemm_time_s(
     best = np.argmin(joined, axis=-1)[..., None]
     pick = lambda a: np.take_along_axis(a, best, axis=-1)[..., 0]  # noqa: E731
     t = eff.kernel_overhead_us * 1e-6 + pick(joined)
-    quantise = dtype in ("fp8", "int8") if act_quant is None else act_quant
+    quantise = dtype in LOW_PRECISION if act_quant is None else act_quant
     if quantise:
         t = t + activation_quant_s(m, k, hw, act_bytes, groups)
     return t, pick(compute), pick(memory)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from specsim.acceptance.metrics import load_acceptance
-from specsim.cost.dtypes import KV_BYTES, WEIGHT_BYTES
+from specsim.cost.dtypes import KV_BYTES, check_precision
 from specsim.cost.hardware import load_hardware
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec, catalogue_dir, load_model, resolve_name
@@ -332,8 +332,10 @@ def _objective(data: dict[str, Any], where: str, lines: dict[str, int] | None
 def _dtypes(data: dict[str, Any], where: str) -> tuple[str, str]:
     """The weights' and the KV cache's dtypes (bf16 unless said)."""
     wd, kd = str(data.get("weight_dtype", "bf16")), str(data.get("kv_dtype", "bf16"))
-    if wd not in WEIGHT_BYTES:
-        raise SpecsimError(f"{where}: field 'weight_dtype' must be one of {', '.join(WEIGHT_BYTES)}, got {wd!r}")
+    try:
+        wd = check_precision(wd)
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: field 'weight_dtype': {exc}") from None
     if kd not in KV_BYTES:
         raise SpecsimError(f"{where}: field 'kv_dtype' must be one of {', '.join(KV_BYTES)}, got {kd!r}")
     return wd, kd

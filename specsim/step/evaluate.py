@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost import roofline as rl
+from specsim.cost.dtypes import resolve_native
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
@@ -45,6 +46,10 @@ class Target:
     kv_dtype: str = "bf16"
     memory_utilization: float = 0.9
     engine: EngineProfile = field(default_factory=bundled_engine)
+
+    def __post_init__(self) -> None:
+        # `native`: the checkpoint's own formats (its quantization_config), resolved once here
+        object.__setattr__(self, "weight_dtype", resolve_native(self.weight_dtype, self.model.native_precision))
 
 
 def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:

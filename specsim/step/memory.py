@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES, weight_bytes
+from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES
+from specsim.cost.mixers import state_slots
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import memory_bytes_per_gpu
@@ -99,8 +100,11 @@ def memory_per_gpu(hardware_total_bytes: float, utilization: float, model: Model
     """
     b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
     q = verify_tokens_per_seq if k else 1.0
-    weights = model.n_params() * weight_bytes(weight_dtype) / tp
-    kv = b * model.kv_bytes_per_sequence(ctx + q, kv_dtype, tp)
+    weights = model.weight_bytes(weight_dtype) / tp
+    # hybrid models add each sequence's recurrent state, one slot per draft position besides its own
+    # (cost.mixers.state_slots: vLLM's 1 + num_speculative_tokens), in the same pool as the KV cache
+    state = model.linear_state_bytes_per_sequence(tp) * state_slots(k)
+    kv = b * (model.kv_bytes_per_sequence(ctx + q, kv_dtype, tp) + state)
     act = activation_peak_bytes(model.hidden, max(model.intermediate, model.moe_intermediate * max(model.top_k, 1)),
                                 model.n_heads, model.kv_heads_per_gpu(tp) * tp, model.head_dim, model.vocab, tp, q)
     reserved = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0.0) + GRAPH_BYTES

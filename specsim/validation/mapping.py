@@ -9,6 +9,7 @@ GPUs: priced at tp = 1 without the one-GPU memory check.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,6 +20,7 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
+from specsim.cost.dtypes import check_precision
 from specsim.cost.hardware import load_hardware
 from specsim.cost.model import load_model
 from specsim.errors import SpecsimError
@@ -235,11 +237,22 @@ def map_row(row: pd.Series) -> tuple[GridRow | None, str]:
     grid: GridRow = {
         "id": row["id"], "hardware": hardware, "model": str(row["model"]).strip(),
         "engine": m.engine_profile(engine, row.get("engine_version"), str(row["group"])), "draft": draft_name,
-        "weight_dtype": "bf16", "kv_dtype": "bf16", "k": int(k), **_draft_shape(spec, shape, row),
+        "weight_dtype": _weights(row), "kv_dtype": "bf16", "k": int(k), **_draft_shape(spec, shape, row),
         "tp": 1 if pipeline else max(tp, 1), "check_memory": not pipeline,
         "batch": int(row["batch"]) if np.isfinite(row["batch"]) else 1,
         "context": int(row["context"]) if np.isfinite(row["context"]) else DEFAULT_CONTEXT, **_stated(row)}
     return grid, ""
+
+
+def _weights(row: pd.Series) -> str:
+    """The weight format a row's notes state (`weights=nvfp4`), checked; bf16 where they state none."""
+    found = re.search(r"weights=([A-Za-z0-9_]+)", str(row.get("notes", "")))
+    if not found:
+        return "bf16"
+    try:
+        return check_precision(found.group(1))
+    except SpecsimError:
+        return "bf16"
 
 
 def _draft_shape(spec: MethodSpec, shape: Mapping[str, int], row: pd.Series) -> DraftShape:

@@ -9,6 +9,9 @@ import pytest
 
 from tests._cli import run
 
+FORMATS = "bf16 | fp16 | fp8 | fp8_block | int8 | int4 | w4a8 | nvfp4 | mxfp4 |" \
+    " native, or a format per part (fp8,experts=nvfp4)"
+
 
 def test_hardware_and_models_commands(capsys) -> None:
     code, out, _ = run(capsys, "hardware", "list", "--format", "csv")
@@ -60,11 +63,11 @@ def test_predict_writes_column(capsys, tmp_path: Path) -> None:
     (("ops", "-H", "h100-sxm", "-m", "llama-3.1-70b", "--tp", "3"), "--tp: tp 3 does not divide"),
     # an empty or unknown dtype names its option and the accepted values (an empty one used to mean bf16)
     (("ops", "-H", "h100-sxm", "-m", "llama-2-7b", "--dtype", ""),
-     "--dtype must be one of bf16 | fp16 | fp8 | int8 | int4, got ''"),
+     f"--dtype must be one of {FORMATS}, got ''"),
     (("forward", "-H", "h100-sxm", "-m", "llama-2-7b", "--weight-dtype", ""),
-     "--weight-dtype must be one of bf16 | fp16 | fp8 | int8 | int4, got ''"),
+     f"--weight-dtype must be one of {FORMATS}, got ''"),
     (("ops", "-H", "h100-sxm", "-m", "llama-2-7b", "--weight-dtype", "fp4"),
-     "--weight-dtype must be one of bf16 | fp16 | fp8 | int8 | int4, got 'fp4'"),
+     f"--weight-dtype must be one of {FORMATS}, got 'fp4'"),
     (("ops", "-H", "h100-sxm", "-m", "llama-2-7b", "--kv-dtype", ""), "--kv-dtype must be one of bf16 | fp16 | fp8"),
     (("forward", "-H", "h100-sxm", "-m", "llama-2-7b", "--kv-dtype", "int4"),
      "--kv-dtype must be one of bf16 | fp16 | fp8, got 'int4'"),

@@ -421,7 +421,7 @@ OPTIONS: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("unknown-command", ["frobnicate"], ("frobnicate",)),
     ("missing-option", ["ops", "-H", "h100-sxm"], ("--model",)),
     ("int-option-text", ["ops", *HW, "--batch", "many"], ("--batch",)),
-    ("dtype-alias-empty", ["ops", *HW, "--dtype", ""], ("--dtype", "bf16 | fp16 | fp8 | int8 | int4")),
+    ("dtype-alias-empty", ["ops", *HW, "--dtype", ""], ("--dtype", "bf16 | fp16 | fp8 | fp8_block | int8 | int4")),
     ("weight-dtype-empty", ["forward", *HW, "--weight-dtype", ""], ("--weight-dtype", "bf16 | fp16 | fp8")),
     ("kv-dtype-empty", ["ops", *HW, "--kv-dtype", ""], ("--kv-dtype", "bf16 | fp16 | fp8")),
     ("kv-dtype-unknown-ops", ["ops", *HW, "--kv-dtype", "int4"], ("--kv-dtype", "int4", "bf16 | fp16 | fp8")),

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from specsim.cost import ops
+from specsim.cost import ops_core
 from specsim.cost.forward import breakdown
 from specsim.cost.ops import make_shape
 from specsim.engines import passes
@@ -26,7 +26,7 @@ def test_pass_memo_equals_a_fresh_evaluation_and_hands_out_copies() -> None:
     e = bundled_engine()
     b, ctx = np.geomspace(1, 256, 40), np.full(40, 1500.0)
     passes.clear_pass_cache()
-    ops.clear_gemm_cache()
+    ops_core.clear_gemm_cache()
     fresh = passes.pass_time_s(e, hw, model, b, 4.0, ctx, 1)
     assert len(passes._PASSES) == 1
     hit = passes.pass_time_s(e, hw, model, b, 4.0, ctx, 1)
@@ -42,7 +42,7 @@ def test_pass_memo_equals_a_fresh_evaluation_and_hands_out_copies() -> None:
                                                          4.0, ctx, 1)):
         got = passes.pass_time_s(*args)  # type: ignore[arg-type]
         passes.clear_pass_cache()
-        ops.clear_gemm_cache()
+        ops_core.clear_gemm_cache()
         np.testing.assert_array_equal(got, passes.pass_time_s(*args))  # type: ignore[arg-type]
         assert not np.array_equal(got, fresh)
     # calls over more points than the memo keeps are evaluated, not kept
@@ -55,11 +55,11 @@ def test_pass_memo_equals_a_fresh_evaluation_and_hands_out_copies() -> None:
 def test_gemm_memo_leaves_every_breakdown_unchanged() -> None:
     hw, model = _target()
     shapes = [make_shape(np.arange(1.0, 65.0), q, np.full(64, 800.0)) for q in (1.0, 2.0, 4.0)]
-    ops.clear_gemm_cache()
+    ops_core.clear_gemm_cache()
     first = [breakdown(model, hw, s) for s in shapes]
     again = [breakdown(model, hw, s) for s in shapes]  # GEMMs from the memo
-    assert ops._GEMMS
-    ops.clear_gemm_cache()
+    assert ops_core._GEMMS
+    ops_core.clear_gemm_cache()
     for a, b in zip(first, again, strict=True):
         assert [op.name for op in a.ops] == [op.name for op in b.ops]
         for x, y in zip(a.ops, b.ops, strict=True):
@@ -68,6 +68,6 @@ def test_gemm_memo_leaves_every_breakdown_unchanged() -> None:
     # another profile misses (identity-keyed, the profile held by the entry)
     slower = hw.with_efficiency(gemm_compute=hw.efficiency.gemm_compute * 0.5)
     t_slow = breakdown(model, slower, shapes[0]).time_s
-    ops.clear_gemm_cache()
+    ops_core.clear_gemm_cache()
     np.testing.assert_array_equal(t_slow, breakdown(model, slower, shapes[0]).time_s)
     assert not np.array_equal(t_slow, first[0].time_s)

@@ -90,7 +90,7 @@ def test_bad_shapes() -> None:
     with pytest.raises(SpecsimError, match="batch"):
         make_shape(0, 1, 10)
     with pytest.raises(SpecsimError, match="weight dtype"):
-        make_shape(1, 1, 10, weight_dtype="fp4")
+        make_shape(1, 1, 10, weight_dtype="fp5")
 
 
 def test_kernel_launches_per_op() -> None:

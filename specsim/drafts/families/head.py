@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specsim.cost.dtypes import weight_bytes
+from specsim.cost.dtypes import part_dtype, weight_bytes
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
@@ -32,15 +32,22 @@ EAGLE3_DRAFT_VOCAB = 32000
 
 
 def head_model(target: ModelSpec, vocab: int | None = None, moe: bool = False) -> ModelSpec:
-    """A one-layer model at the target's width: EAGLE's draft layer (dense) or an MTP module (as
-    the target's layer, MoE for DeepSeek-V3)."""
+    """A one-layer model at the target's width: EAGLE's draft layer (dense, full attention) or an MTP
+    module (as the target's layer: MoE for DeepSeek-V3, full attention in a hybrid model (Qwen3-Next's
+    qwen3_next_mtp.py), with the target's sparse attention (DSA: the MTP layer has its indexer) and, in
+    DeepSeek-V4, its last compress_ratios entry 0: the sliding window only)."""
+    sparse = 1 if moe and target.n_sparse_layers else 0
     return dataclasses.replace(
         target, name=f"{target.name}-head", n_layers=1, vocab=vocab or target.vocab,
         n_dense_layers=0,
         n_experts=target.n_experts if moe else 0, top_k=target.top_k if moe else 0,
         n_shared_experts=target.n_shared_experts if moe else 0,
+        shared_intermediate=target.shared_intermediate if moe else 0, moe_latent=target.moe_latent if moe else 0,
         kv_lora_rank=target.kv_lora_rank if moe else 0, q_lora_rank=target.q_lora_rank if moe else 0,
-        mtp_layers=0,
+        mtp_layers=0, n_attention_layers=0, n_linear_layers=0, sliding_window=0, n_sliding_layers=0,
+        chunked_attention=False, n_sparse_layers=sparse, n_index_layers=0,
+        index_key_bytes=target.index_key_bytes if sparse else 0.0,
+        compressed_layers=((0, 1),) if moe and target.compressed_layers else (),
     )
 
 
@@ -72,11 +79,16 @@ class Head(Family):
             raise SpecsimError(f"{target.name} ships no MTP module (num_nextn_predict_layers = 0)")
         drafter = Drafter(self.model(d, target), tp, float(d.topk if d.is_tree else 1), self.fuse * target.hidden,
                           e.draft_tree_ops)
-        return drafting_loop_s(drafter, e, hw, target, b, k, ctx, weight_dtype, kv_dtype)
+        return drafting_loop_s(drafter, e, hw, target, b, k, ctx, self._dtype(weight_dtype), kv_dtype)
+
+    def _dtype(self, weight_dtype: str) -> str:
+        """An MTP module runs in the precision's `mtp` format (TensorRT-LLM's DeepSeek-R1 NVFP4 recipe keeps
+        it bf16); other heads in the target's."""
+        return part_dtype(weight_dtype, "mtp") if self.shipped else weight_dtype
 
     def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
                              kv_dtype: str) -> tuple[Array, Array]:
-        wb = weight_bytes(weight_dtype)
+        wb = weight_bytes(self._dtype(weight_dtype))
         head = self.model(d, target)
         c = head.param_counts()
         w = (c["attention"] + c["dense_mlp"] + c["experts"]) * wb / tp
