@@ -36,18 +36,12 @@ def canonical(dtype: str) -> str:
 
 def weight_bytes(dtype: str, part: str = "dense") -> float:
     """Bytes per weight of a format, or of `part` under a per-part precision spec (`Precision`)."""
-    key = canonical(dtype)
-    if key in WEIGHT_BYTES:
-        return WEIGHT_BYTES[key]
-    if "," in key or "=" in key:
-        return Precision.parse(key).bytes_of(part)
-    raise SpecsimError(f"unknown weight dtype '{dtype}' (known: {', '.join(WEIGHT_BYTES)})")
+    return Precision.parse(dtype).bytes_of(part)
 
 
 def part_dtype(spec: str, part: str) -> str:
     """The weight format of `part` under a spec (a lone format: that format)."""
-    key = canonical(spec)
-    return key if key in WEIGHT_BYTES else Precision.parse(key).of(part)
+    return Precision.parse(spec).of(part)
 
 
 def resolve_native(spec: str, native: str) -> str:

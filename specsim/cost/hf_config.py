@@ -4,6 +4,7 @@ under `text_config`), each family's fields as its modelling code reads them. The
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from specsim.cost.hf_common import Base, base_fields, mla_moe, native_precision, positive
@@ -17,7 +18,6 @@ _CLASSIC = ("llama", "mistral", "qwen2", "mixtral", "phi", "qwen", "internlm", "
 #: Multimodal wrappers whose language model sits under text_config.
 _WRAPPERS = ("llama4", "qwen3_5", "qwen3_5_moe", "kimi_k25", "kimi_k3")
 FAMILIES = tuple(sorted({*_CLASSIC, *FAMILIES_2026, *_WRAPPERS}))
-_int = positive
 
 
 def parse_config(cfg: dict[str, Any], name: str, where: str) -> ModelSpec:
@@ -37,9 +37,7 @@ def parse_config(cfg: dict[str, Any], name: str, where: str) -> ModelSpec:
         inner.setdefault("tie_word_embeddings", tied_outer)
         native = native_precision(inner) if "quantization_config" in inner else native
         cfg, where = inner, f"{where}: text_config"
-        family = str(inner.get("model_type") or family)
-        family = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe", "kimi_linear": "kimi_linear",
-                  "llama4_text": "llama4", "kimi_k2": "kimi_k2", "deepseek_v3": "deepseek_v3"}.get(family, family)
+        family = str(inner.get("model_type") or family).removesuffix("_text")  # qwen3_5_text, llama4_text
     if family == "nemotron_h" and isinstance(cfg.get("layers_block_type"), list):  # Nemotron-3.5 / Ultra spelling
         kinds = {"mamba": "M", "attention": "*", "moe": "E", "mlp": "-"}
         pattern = "".join(kinds.get(str(t), "?") for t in cfg["layers_block_type"])
@@ -47,11 +45,6 @@ def parse_config(cfg: dict[str, Any], name: str, where: str) -> ModelSpec:
     b = base_fields(cfg, where)
     spec = _classic(cfg, name, where, str(family), b) if family in _CLASSIC else \
         FAMILIES_2026[str(family)](cfg, name, where, b)
-    return spec if spec.native_precision == native else _with_native(spec, native)
-
-
-def _with_native(spec: ModelSpec, native: str) -> ModelSpec:
-    import dataclasses
     return dataclasses.replace(spec, native_precision=native)
 
 
@@ -59,15 +52,15 @@ def _classic(cfg: dict[str, Any], name: str, where: str, family: str, b: Base) -
     hidden, layers, n_heads, n_kv, head_dim, vocab, tied = b
     if family == "qwen":  # QWen v1: intermediate_size counts both gated branches (w1, w2)
         return ModelSpec(name, family, hidden, layers, n_heads, n_heads, head_dim,
-                         _int(cfg, "intermediate_size", where) // 2, vocab, True, tied)
+                         positive(cfg, "intermediate_size", where) // 2, vocab, True, tied)
     if family == "phi":  # phi-2: plain GELU MLP (fc1, fc2), full multi-head attention
         return ModelSpec(name, family, hidden, layers, n_heads, n_kv, head_dim,
-                         _int(cfg, "intermediate_size", where), vocab, False, tied)
-    inter = _int(cfg, "intermediate_size", where)
+                         positive(cfg, "intermediate_size", where), vocab, False, tied)
+    inter = positive(cfg, "intermediate_size", where)
     if family == "mixtral":
         return ModelSpec(name, family, hidden, layers, n_heads, n_kv, head_dim, inter, vocab,
-                         True, tied, n_experts=_int(cfg, "num_local_experts", where),
-                         top_k=_int(cfg, "num_experts_per_tok", where), moe_intermediate=inter)
+                         True, tied, n_experts=positive(cfg, "num_local_experts", where),
+                         top_k=positive(cfg, "num_experts_per_tok", where), moe_intermediate=inter)
     if family == "qwen3_moe":
         return _qwen3_moe(cfg, name, where, hidden, layers, n_heads, n_kv, head_dim, inter, vocab, tied)
     if family == "gpt_oss":
@@ -87,8 +80,8 @@ def _qwen3_moe(cfg: dict[str, Any], name: str, where: str, hidden: int, layers: 
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     n_dense = sum(1 for i in range(layers) if i in mlp_only or (i + 1) % step)
     return ModelSpec(name, "qwen3_moe", hidden, layers, n_heads, n_kv, head_dim, inter, vocab, True, tied,
-                     n_experts=_int(cfg, "num_experts", where), top_k=_int(cfg, "num_experts_per_tok", where),
-                     moe_intermediate=_int(cfg, "moe_intermediate_size", where), n_dense_layers=n_dense)
+                     n_experts=positive(cfg, "num_experts", where), top_k=positive(cfg, "num_experts_per_tok", where),
+                     moe_intermediate=positive(cfg, "moe_intermediate_size", where), n_dense_layers=n_dense)
 
 
 def _gpt_oss(cfg: dict[str, Any], name: str, where: str, hidden: int, layers: int, n_heads: int, n_kv: int,
@@ -100,9 +93,9 @@ def _gpt_oss(cfg: dict[str, Any], name: str, where: str, hidden: int, layers: in
     if len(types) != layers:
         raise SpecsimError(f"{where}: field 'layer_types' has {len(types)} entries for {layers} layers")
     return ModelSpec(name, "gpt_oss", hidden, layers, n_heads, n_kv, head_dim, inter, vocab, True, tied,
-                     n_experts=_int(cfg, "num_local_experts", where),
-                     top_k=_int(cfg, "num_experts_per_tok", where), moe_intermediate=inter,
-                     sliding_window=_int(cfg, "sliding_window", where),
+                     n_experts=positive(cfg, "num_local_experts", where),
+                     top_k=positive(cfg, "num_experts_per_tok", where), moe_intermediate=inter,
+                     sliding_window=positive(cfg, "sliding_window", where),
                      n_sliding_layers=sum(1 for t in types if t == "sliding_attention"), attention_sinks=True)
 
 
@@ -128,6 +121,6 @@ def _llama4(cfg: dict[str, Any], name: str, where: str, hidden: int, layers: int
                          int(cfg.get("intermediate_size_mlp") or inter), vocab, True, tied, **local)
     return ModelSpec(name, "llama4", hidden, layers, n_heads, n_kv, head_dim,
                      int(cfg.get("intermediate_size_mlp") or inter), vocab, True, tied,
-                     n_experts=_int(cfg, "num_local_experts", where),
-                     top_k=_int(cfg, "num_experts_per_tok", where), n_shared_experts=1, moe_intermediate=inter,
+                     n_experts=positive(cfg, "num_local_experts", where),
+                     top_k=positive(cfg, "num_experts_per_tok", where), n_shared_experts=1, moe_intermediate=inter,
                      n_dense_layers=layers - len(moe_layers), **local)

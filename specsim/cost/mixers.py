@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from specsim.cost.dtypes import ACT_BYTES
-from specsim.cost.ops_core import Ctx, Op, gemm
-from specsim.cost.roofline import Array, _join
+from specsim.cost.ops_core import Ctx, Op, gemm, op
+from specsim.cost.roofline import _join
 
 #: Tokens per sequence up to which a pass is a verification (per-token state slots written); above, a
 #: prefill chunk (chunked scan, final state only). Engines verify at most a few dozen tokens per sequence.
@@ -80,9 +80,7 @@ def indexer_ops(c: Ctx) -> list[Op]:
         topk = c.cm.memory_op(logits, 1.0)
         out.append(Op(f"indexer{tag}", "attention", af, ab + logits, at + topk, ac, am + c.cm.memory_op(logits, 0.0),
                       n, 2.0))
+        write = t_ * m.index_key_bytes * 2.0  # the new tokens' index keys into the cache, as kv_write
+        out.append(op(c, f"index_write{tag}", "attention", 0.0 * t_, write, c.cm.memory_op(write), 0.0 * t_,
+                      c.cm.memory_op(write, 0.0), n))
     return out
-
-
-def index_write_bytes(c: Ctx) -> Array:
-    """Index-key bytes one pass writes per layer that keeps them (one key per new token)."""
-    return c.tokens * c.model.index_key_bytes

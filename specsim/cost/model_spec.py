@@ -13,10 +13,6 @@ from numpy.typing import ArrayLike
 from specsim.cost.dtypes import Precision, kv_bytes
 from specsim.errors import SpecsimError
 
-#: Linear token mixers: Gated DeltaNet (Qwen3-Next, Qwen3.5; Yang et al. 2025), Kimi Delta Attention
-#: (Kimi Linear / K3) and Mamba-2 (Nemotron-H; Dao & Gu 2024).
-LINEAR_KINDS = ("gdn", "kda", "mamba2")
-
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -72,7 +68,7 @@ class ModelSpec:
     # blocks, n_attention_layers and n_linear_layers its mixers.
     n_attention_layers: int = 0
     n_linear_layers: int = 0
-    linear_kind: str = ""
+    linear_kind: str = ""  # gdn: Gated DeltaNet (Qwen3-Next, Qwen3.5); kda: Kimi Delta Attention; mamba2 (Nemotron-H)
     linear_k_heads: int = 0
     linear_v_heads: int = 0
     linear_k_dim: int = 0
@@ -204,18 +200,9 @@ class ModelSpec:
         for a model with one global attention kind."""
         per_layer = self.kv_bytes_per_layer_token(kv_dtype, tp)
         total = sum(n * held * per_layer for _, n, held, _ in self.attention_groups(context_len))
-        total = total + self.index_key_bytes * self._index_cache_tokens(context_len)
+        index = sum((n * keys for n, keys in self.index_groups(context_len)), np.zeros(np.shape(context_len)))
+        total = total + self.index_key_bytes * index  # one index key per scored entry and indexer layer
         return np.asarray(total, dtype=float)
-
-    def _index_cache_tokens(self, context_len: ArrayLike) -> np.ndarray:
-        """Index keys cached per sequence over all layers that keep them (one per sparse layer's token)."""
-        ctx = np.asarray(context_len, dtype=float)
-        if not self.index_key_bytes:
-            return np.zeros_like(ctx)
-        if self.compressed_layers:
-            return sum((n * np.floor(ctx / self.compressed_index_ratio) for n, _ in self.index_groups(ctx)),
-                       np.zeros_like(ctx))
-        return (self.n_index_layers or self.n_sparse_layers) * ctx
 
     def kv_heads_per_gpu(self, tp: int = 1) -> float:
         """KV heads each GPU caches under tensor parallelism: n_kv_heads / tp, replicated (at least one
@@ -238,7 +225,7 @@ class ModelSpec:
         """KV-cache bytes one token adds over all attention layers on one GPU of `tp` (tp = 1: the whole
         model). The one implementation of KV bytes in specsim. For models with local, sparse or compressed
         attention this counts every attention layer in full: the upper bound kv_bytes_per_sequence refines."""
-        index = self.index_key_bytes * (self.n_index_layers or self.n_sparse_layers)  # DSA / MSA index keys
+        index = self.index_key_bytes * sum(n for n, _ in self.index_groups(1.0))  # DSA / MSA index keys
         return self.n_attn_layers * self.kv_bytes_per_layer_token(kv_dtype, tp) + index
 
     def linear_state_bytes_per_sequence(self, tp: int = 1) -> float:

@@ -18,7 +18,7 @@ import numpy as np
 from specsim.cost.attention import attention_num_splits
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES
 from specsim.cost.hardware_profile import HardwareProfile
-from specsim.cost.mixers import index_write_bytes, indexer_ops, linear_mixer_ops
+from specsim.cost.mixers import indexer_ops, linear_mixer_ops
 from specsim.cost.model_spec import ModelSpec
 from specsim.cost.moe import distinct_experts, moe_routing_bytes
 from specsim.cost.ops_core import Ctx, Op, PassShape, context, gemm, make_shape, moe_gemm, op, sum_ops
@@ -81,8 +81,6 @@ def _attention_ops(c: Ctx) -> list[Op]:
                       np.where(splits > 1, 2.0, 1.0)))
     t_ = c.tokens
     write_bytes = t_ * kv_tok * 2.0  # KV-cache write (reshape_and_cache): read the new K/V, write the cache
-    if model.index_key_bytes:
-        write_bytes = write_bytes + index_write_bytes(c) * 2.0 * sum(n for n, _ in model.index_groups(1.0)) / count
     ops.append(op(c, "kv_write", "attention", 0.0 * t_, write_bytes, c.cm.memory_op(write_bytes), 0.0 * t_,
                   c.cm.memory_op(write_bytes, 0.0), count))
     return ops + indexer_ops(c) + [o]

@@ -251,8 +251,8 @@ def _weights(row: pd.Series) -> str:
         return "bf16"
     try:
         return check_precision(found.group(1))
-    except SpecsimError:
-        return "bf16"
+    except SpecsimError as exc:
+        raise SpecsimError(f"published row {row['id']}: notes {found.group(0)}: {exc}") from None
 
 
 def _draft_shape(spec: MethodSpec, shape: Mapping[str, int], row: pd.Series) -> DraftShape:
