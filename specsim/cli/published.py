@@ -111,3 +111,16 @@ def run_published(fmt: str, corpus: Path | None = None) -> None:
         unmapped = report.unmapped.value_counts()
         console().print(f"{len(report.unmapped)} published rows not priced: "
                         + "; ".join(f"{n} {why}" for why, n in unmapped.head(6).items()), markup=False)
+
+
+def run_modules(fmt: str) -> None:
+    """`validate --modules`: specsim's ops of the models NVIDIA's module tables name, scored on them."""
+    from specsim.cost.aiconfigurator import installed_version
+    from specsim.validation.modules import score_modules
+
+    if installed_version() is None:
+        raise SpecsimError('validate --modules reads NVIDIA\'s tables: pip install ".[tables]" (aiconfigurator-core)')
+    with working("pricing NVIDIA's GDN and DSA module tables"):
+        table = score_modules()
+    emit(table, fmt, f"token mixers vs NVIDIA's module tables (aiconfigurator-core {installed_version()}): "
+         "median |error| and bias of the predicted kernel time, newest table per framework")

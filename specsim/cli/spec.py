@@ -233,6 +233,9 @@ def validate(
     )] = False,
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="with --published: a corpus CSV in specsim/validation/data/published.csv's columns")] = None,
+    modules: Annotated[bool, typer.Option(
+        "--modules", help="instead: the token mixers of 2026 (GDN decode, DSA generation module) against NVIDIA's "
+        "module tables (pip install \".[tables]\"), by GPU, framework and batch band")] = False,
     fmt: Fmt = "table",
 ) -> None:
     """Run the exact reference sampler against the formulas on seeded cases and compare; with
@@ -242,6 +245,11 @@ def validate(
     Exit status 1 if any reference check fails (2: bad input).
     """
     check_format(fmt)
+    if modules:
+        from specsim.cli.published import run_modules
+
+        run_modules(fmt)
+        return
     if published:
         from specsim.cli.published import run_published
 

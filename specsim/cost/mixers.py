@@ -18,7 +18,7 @@ import numpy as np
 
 from specsim.cost.dtypes import ACT_BYTES
 from specsim.cost.ops_core import Ctx, Op, gemm, op
-from specsim.cost.roofline import _join
+from specsim.cost.roofline import Array, _join
 
 #: Tokens per sequence up to which a pass is a verification (per-token state slots written); above, a
 #: prefill chunk (chunked scan, final state only). Engines verify at most a few dozen tokens per sequence.
@@ -61,6 +61,19 @@ def linear_mixer_ops(c: Ctx) -> list[Op]:
             gemm(c, "linear_out", t_, m.hidden, heads * m.linear_v_dim, count=n, part="attention")]
 
 
+#: Nanoseconds one CTA spends per score when it selects a query row's top-k (a radix select over the row's
+#: fp32 scores, several passes, in one CTA: SGLang's / DeepGEMM's per-row top-k). Fitted to NVIDIA's SGLang
+#: 0.5.14 B200 DSA generation-module tables (aiconfigurator-core 0.12.0, DeepSeek-V3.2 rows: in-sample);
+#: H100 / H200 and the GLM-5 rows are held out (`specsim validate --modules`).
+TOPK_ROW_NS_PER_KEY = 0.4
+
+
+def topk_rows_s(rows: Array, keys: Array, sms: float) -> Array:
+    """Seconds of a per-row top-k: one CTA per query row, the rows in waves over the SMs, each CTA walking
+    its row's scores at TOPK_ROW_NS_PER_KEY."""
+    return np.ceil(np.asarray(rows, dtype=float) / sms) * np.asarray(keys, dtype=float) * TOPK_ROW_NS_PER_KEY * 1e-9
+
+
 def indexer_ops(c: Ctx) -> list[Op]:
     """The lightning indexer of sparse attention (DeepSeek-V3.2 tech report; DeepGEMM fp8_mqa_logits): its
     projections, then for every query token a score against every cached index key (an MQA of index_heads
@@ -77,7 +90,7 @@ def indexer_ops(c: Ctx) -> list[Op]:
         at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, np.maximum(keys, 1.0), m.index_heads, 1.0,
                                             m.index_dim, 0.0, m.index_key_bytes)
         logits = s.batch * s.q_per_seq * keys * 4.0 * 2.0
-        topk = c.cm.memory_op(logits, 1.0)
+        topk = c.cm.memory_op(logits, 1.0) + topk_rows_s(s.batch * s.q_per_seq, keys, c.hw.sm_count)
         out.append(Op(f"indexer{tag}", "attention", af, ab + logits, at + topk, ac, am + c.cm.memory_op(logits, 0.0),
                       n, 2.0))
         write = t_ * m.index_key_bytes * 2.0  # the new tokens' index keys into the cache, as kv_write

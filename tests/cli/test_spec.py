@@ -201,3 +201,11 @@ def test_evaluate_grid_writes_answers_and_refuses_a_file_without_the_needed_colu
     out2 = tmp_path / "out2.csv"
     code, _, err = run(capsys, "evaluate", "--grid", str(wrong), "-o", str(out2))
     assert code == 2 and "missing column(s) ['hardware']" in err and not out2.exists()
+
+
+def test_validate_modules_without_the_tables_is_one_line(capsys, monkeypatch) -> None:
+    import specsim.cost.aiconfigurator as aic
+
+    monkeypatch.setattr(aic, "installed_version", lambda: None)
+    code, out, err = run(capsys, "validate", "--modules")
+    assert code == 2 and out == "" and err.count("\n") == 1 and 'pip install ".[tables]"' in err
