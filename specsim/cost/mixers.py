@@ -63,8 +63,8 @@ def linear_mixer_ops(c: Ctx) -> list[Op]:
 
 #: Nanoseconds one CTA spends per score when it selects a query row's top-k (a radix select over the row's
 #: fp32 scores, several passes, in one CTA: SGLang's / DeepGEMM's per-row top-k). Fitted to NVIDIA's SGLang
-#: 0.5.14 B200 DSA generation-module tables (aiconfigurator-core 0.12.0, DeepSeek-V3.2 rows: in-sample);
-#: H100 / H200 and the GLM-5 rows are held out (`specsim validate --modules`).
+#: 0.5.14 B200 DSA generation-module tables (aiconfigurator-core 0.12.0; its DeepSeek-V3.2 and GLM-5 rows are
+#: in-sample); H100, H200, B300 and GB200 are held out (`specsim validate --modules`).
 TOPK_ROW_NS_PER_KEY = 0.4
 
 
