@@ -8,6 +8,10 @@
    (`plan.evaluate.step_arrays` through the adapter, both drafts of llama8b-1b-draft-h100) and against a
    roofline-like decode_s with a kink, the M/D/1 queueing delay against Pollaczek-Khinchine, Little's law.
 3. A small sweep (4 cases x 25,000 requests) with joblib, 1 and 2 processes.
+4. Closed loop as serving benchmarks run it (issue 21's floor: 64 concurrency points x 2 configurations x 1,000
+   requests in under 10 s on 2 cores): Llama-3.1-8B on an H100 with EAGLE-3 k = 3, vLLM, 1024 / 1024 tokens at
+   range ratio 0.8, concurrency 1..64, the frontier read (the step table's build included); then Little's law
+   and the concurrency-1 TPOT against the planner's step time per token.
 """
 
 from __future__ import annotations
@@ -147,7 +151,25 @@ def sweep_speed() -> None:
         print(f"sweep: {len(frame)} cases x 25,000 requests, n_jobs={jobs}: {time.perf_counter() - t0:.2f} s")
 
 
+def closed_loop_speed() -> None:
+    from specsim.advise.benchmark import BenchmarkFlags, benchmark_scenario, frontier
+    from specsim.advise.simulation import make_setup
+
+    flags = BenchmarkFlags("h100-sxm", "llama-3.1-8b", ("eagle3",), k=3, range_ratio=0.8, concurrency=(1,))
+    for jobs in (1, 2):
+        t0 = time.perf_counter()
+        setup = make_setup(benchmark_scenario(flags), policy=Policy.static(3))
+        f = frontier(setup, None, list(range(1, 65)), None, None, "vllm", n_jobs=jobs, num_prompts=1000)
+        wall = time.perf_counter() - t0
+        rows = f.rows
+        little = rows["request_per_s"] * rows["e2e_mean_ms"] / 1e3 / rows["concurrency"]
+        print(f"closed loop: {len(rows)} simulations (64 concurrencies x 2 configurations x 1,000 requests), "
+              f"{jobs} process(es): {wall:.2f} s (floor < 10 s); throughput x mean latency / concurrency "
+              f"{little.min():.4f}-{little.max():.4f}; crossover {f.crossovers}")
+
+
 if __name__ == "__main__":
+    closed_loop_speed()
     speed()
     planner_speed()
     planner_floor()

@@ -36,17 +36,20 @@ from specsim.advise.planner import (
     with_depth,
 )
 from specsim.advise.traffic import (
+    closed_loop,
     length_bound,
     mean_context,
     mean_lengths,
     requests_at,
     scenario_traffic,
+    stationary,
     with_size,
 )
 from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
 from specsim.plan.decide import target_of
 from specsim.plan.result import Plan
+from specsim.records import Json
 from specsim.scenario.scenario import Scenario
 from specsim.scenario.sections import ServingSpec, Where, parse_serving
 from specsim.scenario.serving import SLO, EngineConfig, Pricing
@@ -294,21 +297,43 @@ def run_scenario(setup: Setup, compare: bool = True, target_rate: float | None =
 
 def sweep_scenario(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[Policy] | None = None,
                    drafts: Sequence[str] | None = None, n_jobs: int = 1,
-                   progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
-    """Simulations over rates x drafts x policies (joblib, in parallel), one row each; every case runs the
-    same seeded requests for its rate, with the KV capacity of its own draft and k."""
-    unique, costs = sweep_cases(setup, rates, policies, drafts)
+                   progress: Callable[[int, int], None] | None = None,
+                   concurrencies: Sequence[int] | None = None, num_prompts: int | None = None) -> pd.DataFrame:
+    """Simulations over load points (rates, or closed-loop concurrencies) x drafts x policies (joblib, in
+    parallel), one row each; every case runs the same seeded requests for its load point, with the KV capacity
+    of its own draft and k."""
+    unique, costs = sweep_cases(setup, rates, policies, drafts, concurrencies, num_prompts)
     total = len(unique)
     frame = sweep(unique, costs, setup.slo, setup.pricing, n_jobs=n_jobs,
                   progress=None if progress is None else (lambda done: progress(done, total)))
     return frame
 
 
+def _load_points(setup: Setup, rates: Sequence[float] | None, concurrencies: Sequence[int] | None,
+                 num_prompts: int | None) -> list[tuple[tuple[str, Json], Traffic]]:
+    """(label, traffic) per load point: a rate runs the traffic made steady at it (`stationary`: a rate curve's
+    burstiness at that mean, not the curve from its start hour); a concurrency runs closed-loop clients; neither:
+    the scenario's own traffic (a closed loop's own concurrency)."""
+    if rates and concurrencies:
+        raise SpecsimError("sweep rates or concurrencies, not both")
+    for r in rates or ():
+        if not (r > 0 and math.isfinite(r)):
+            raise SpecsimError(f"--sweep-rates: rates must be > 0 requests/s, got {r:g}")
+    if rates:
+        return [(("rate_rps", float(r)), stationary(setup.traffic, float(r))) for r in rates]
+    if concurrencies:
+        return [(("concurrency", int(c)), closed_loop(setup.traffic, int(c), num_prompts)) for c in concurrencies]
+    t = setup.traffic
+    return [(("concurrency", int(t.concurrency)) if t.concurrency is not None
+             else ("rate_rps", float(t.mean_rate_rps)), t)]
+
+
 def sweep_cases(setup: Setup, rates: Sequence[float] | None = None, policies: Sequence[Policy] | None = None,
-                drafts: Sequence[str] | None = None) -> tuple[list[SweepCase], dict[str, StepTable]]:
-    """`sweep_scenario`'s cases (plain decoding once per rate) and their step tables, by draft label."""
+                drafts: Sequence[str] | None = None, concurrencies: Sequence[int] | None = None,
+                num_prompts: int | None = None) -> tuple[list[SweepCase], dict[str, StepTable]]:
+    """`sweep_scenario`'s cases (plain decoding once per load point) and their step tables, by draft label."""
     s = setup.scenario
-    rate_axis: list[float | None] = list(rates) if rates else [None]
+    points = _load_points(setup, rates, concurrencies, num_prompts)
     policy_axis = list(policies) if policies else ([Policy.off(), setup.policy] if setup.policy.enabled
                                                     else [setup.policy])
     if any(p.max_k > MAX_K for p in policy_axis):
@@ -316,27 +341,22 @@ def sweep_cases(setup: Setup, rates: Sequence[float] | None = None, policies: Se
     chosen = [_draft_by_label(s, x, "--sweep-drafts") for x in drafts] if drafts else [setup.draft]
     depth = setup.depth(policy_axis)
     draft_axis = [with_depth(chain(d), depth) for d in chosen]
-    for r in rate_axis:
-        if r is not None and not (r > 0 and math.isfinite(r)):
-            raise SpecsimError(f"--sweep-rates: rates must be > 0 requests/s, got {r:g}")
-    if len(rate_axis) * len(policy_axis) * len(draft_axis) > 10_000:
+    if len(points) * len(policy_axis) * len(draft_axis) > 10_000:
         raise SpecsimError("sweep: more than 10,000 simulations; narrow the axes")
     cases: list[SweepCase] = []
-    for rate in rate_axis:
-        traffic = setup.traffic if rate is None else setup.traffic.with_rate(rate)
+    for load, traffic in points:
         for d in draft_axis:
             mix, _ = setup.mix(d, depth)
             for p in policy_axis:
                 eng = setup.engine(p, d)
-                labels = (("rate_rps", float(traffic.mean_rate_rps if rate is None else rate)),
-                          ("draft", d.label if p.enabled else "none"),
+                labels = (load, ("draft", d.label if p.enabled else "none"),
                           ("policy", p.label), ("kv_capacity_tokens", eng.kv_capacity_tokens), ("seed", setup.seed))
                 cases.append(SweepCase(traffic, eng, mix, setup.seed, labels, d.label))
-    # plain decoding is the same simulation whatever the draft: run it once per rate
+    # plain decoding is the same simulation whatever the draft: run it once per load point
     seen: set[tuple[Any, ...]] = set()
     unique = []
     for c in cases:
-        key = (dict(c.labels)["rate_rps"], c.engine.policy.label, c.engine.kv_capacity_tokens,
+        key = (c.labels[0], c.engine.policy.label, c.engine.kv_capacity_tokens,
                c.cost if c.engine.policy.enabled else "")
         if key not in seen:
             seen.add(key)

@@ -20,6 +20,7 @@ from specsim.scenario.traffic import (
     Poisson,
     RateCurve,
     Requests,
+    Saturated,
     TraceArrivals,
     Traffic,
     generate_requests,
@@ -81,12 +82,34 @@ def with_size(traffic: Traffic, rate: float | None = None, requests: int | None 
     return traffic
 
 
+#: Requests per client a closed-loop load point sends unless told (`--num-prompts`): ATOM's benchmark workflow and
+#: InferenceMAX send 10 x concurrency (shared/validation/SERVING.md: `--num-prompts 10*conc`), at least MIN_PROMPTS.
+PROMPTS_PER_CLIENT = 10
+MIN_PROMPTS = 20
+
+
+def closed_loop(traffic: Traffic, clients: int, num_prompts: int | None = None) -> Traffic:
+    """The traffic's lengths sent by `clients` closed-loop clients as fast as they allow (`--max-concurrency N
+    --request-rate inf`), `num_prompts` requests (default PROMPTS_PER_CLIENT per client, at least MIN_PROMPTS)."""
+    if isinstance(clients, bool) or not isinstance(clients, int) or not 1 <= clients <= 100_000:
+        raise SpecsimError(f"concurrency must be an integer in [1, 100000], got {clients!r}")
+    n = num_prompts if num_prompts is not None else max(PROMPTS_PER_CLIENT * clients, MIN_PROMPTS)
+    if not 1 <= n <= MAX_REQUESTS:
+        raise SpecsimError(f"--num-prompts must be in [1, {MAX_REQUESTS:,}], got {n:,}")
+    if isinstance(traffic.arrivals, TraceArrivals) and (traffic.prompt is None or traffic.output is None):
+        raise SpecsimError("a closed loop sends the traffic's lengths; a replayed trace's lengths need "
+                           "prompt: {dist: trace} and output: {dist: trace}")
+    return dataclasses.replace(traffic, arrivals=Saturated(), concurrency=clients, num_requests=n, duration_s=None)
+
+
 def stationary(traffic: Traffic, rate: float) -> Traffic:
     """The traffic at a steady mean rate: a rate curve becomes gamma gaps of its CV at that rate (the same
     lengths and size); other arrivals are scaled to it (`Traffic.with_rate`)."""
     arr = traffic.arrivals
     if isinstance(arr, RateCurve):
         return dataclasses.replace(traffic, arrivals=Gamma(float(rate), arr.cv))
+    if isinstance(arr, Saturated):  # closed-loop clients at a rate: open loop at that rate
+        return dataclasses.replace(traffic, arrivals=Poisson(float(rate)), concurrency=None)
     return traffic.with_rate(rate)
 
 

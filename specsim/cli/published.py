@@ -124,3 +124,45 @@ def run_modules(fmt: str) -> None:
         table = score_modules()
     emit(table, fmt, f"token mixers vs NVIDIA's module tables (aiconfigurator-core {installed_version()}): "
          "median |error| and bias of the predicted kernel time, newest table per framework")
+
+
+def _pct(x: float) -> str:
+    return "-" if x != x else f"{x * 100:+.1f}%"
+
+
+def _abs_pct(x: float) -> str:
+    return "-" if x != x else f"{x * 100:.1f}%"
+
+
+def run_serving(fmt: str, corpus: Path | None = None) -> None:
+    """`validate --serving`: the serving simulator against published serving measurements (speculation off and
+    on), per source group, with the source's acceptance and with the priors."""
+    from specsim.validation.serving import MODES, reasons, validate_serving
+
+    with working("simulating the published serving load points..."):
+        result = validate_serving(corpus)
+    g = result.groups
+    if fmt == "json":
+        print_json({"groups": plain(g.to_dict(orient="records")),
+                    "crossovers": plain(result.crossovers.to_dict(orient="records")),
+                    "not_stated": {str(k): int(v) for k, v in reasons(result).items()}})
+        return
+    if fmt == "csv":
+        emit(result.rows, "csv")
+        return
+    titles = {"measured": "the source's acceptance length given", "priors": "acceptance from the priors"}
+    for mode in MODES:
+        part = g[g["mode"] == mode]
+        records = [{"group": r["group"], "rows": f"{r['stated']}/{r['rows']}",
+                    "x tok/s": _abs_pct(r["ratio_abs"]), "bias": _pct(r["ratio_bias"]),
+                    "x TPOT": _abs_pct(r["tpot_ratio_abs"]), "bias ": _pct(r["tpot_ratio_bias"]),
+                    "tok/s": _abs_pct(r["tput_abs"]), "TPOT": _abs_pct(r["tpot_abs"]),
+                    "cross": f"{r['crossover_hits']}/{r['crossover_n']}" if r["crossover_n"] else "-"}
+                   for _, r in part.iterrows() if r["stated"] or r["group"] == "OVERALL"]
+        emit_records(records, fmt, f"serving simulation vs published serving, {titles[mode]}: median |error| of the "
+                                   "on/off ratios (x, with their bias) and of both arms' output tok/s and TPOT; "
+                                   "crossovers within one sweep step")
+    why = reasons(result)
+    if len(why):
+        console().print(f"{int(why.sum())} rows not stated: " + "; ".join(f"{n} {k}" for k, n in why.items()),
+                        markup=False)

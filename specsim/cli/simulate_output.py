@@ -21,6 +21,7 @@ from specsim.cli._format import (
 )
 
 if TYPE_CHECKING:
+    from specsim.advise.benchmark import Frontier
     from specsim.advise.simulation import Outcome, Setup
 
 # --- output --------------------------------------------------------------------------------------------
@@ -390,3 +391,99 @@ def _scaled(v: Any, scale: float) -> float | None:
         return None
     x = float(v)
     return x * scale if math.isfinite(x) else None
+
+
+# --- a load sweep read as the frontier (specsim/advise/benchmark.py) ------------------------------------------
+
+FRONTIER_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("output_tok_s_per_gpu", "tok/s per GPU"), ("per_user_tok_s", "tok/s per user"),
+    ("tpot_mean_ms", "TPOT mean (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"), ("ttft_mean_ms", "TTFT mean (ms)"),
+    ("acceptance_length", "accept length"), ("throughput_ratio", "x off"))
+
+
+def _frontier_title(setup: Setup, f: Frontier) -> str:
+    s = setup.scenario
+    prompt, output = (setup.traffic.prompt, setup.traffic.output)
+    lengths = f"{_length_text(prompt)} in / {_length_text(output)} out"
+    return (f"{s.model.name} on {setup.gpus_per_replica}x {s.hardware.name} ({s.engine.name}), {lengths}, "
+            f"{'closed-loop clients' if f.load == 'concurrency' else 'open loop'}, measured as the {f.client} "
+            f"client does")
+
+
+def _length_text(dist: Any) -> str:
+    from specsim.scenario.traffic import Fixed, Uniform
+
+    if isinstance(dist, Fixed):
+        return f"{dist.tokens:,}"
+    if isinstance(dist, Uniform):
+        return f"{dist.low:,}-{dist.high:,}"
+    return f"mean {dist.mean_tokens:,.0f}" if dist is not None else "trace"
+
+
+def _frontier_lines(f: Frontier) -> list[str]:
+    unit = f.load
+    lines = []
+    for name, at in f.crossovers.items():
+        lines.append(f"{name}: " + ("still pays at the largest " + unit if at is None else
+                                    f"stops paying at {unit} {at:g}"))
+    parts = []
+    for c in f.choices:
+        span = f"{c.load_from:g}" if c.load_from == c.load_to else f"{c.load_from:g}-{c.load_to:g}"
+        parts.append(f"{span}: {c.configuration}" + (f" ({c.gain:.2f}x)" if c.configuration != "off" else ""))
+    lines.append(f"recommended by {unit}: " + "; ".join(parts))
+    if f.configs:
+        lines.append("engine configuration for it: -f json (engine_configs)" if "vllm" in f.configs else
+                     f"engine configuration: {f.configs.get('note')}")
+    itl = f.rows["itl_definition"].iloc[0] if len(f.rows) else "chunk"
+    lines.append(f"ITL per {'streamed chunk' if itl == 'chunk' else 'token (chunk gap / its tokens)'}, as the "
+                 f"{f.client} client reports it; TPOT excludes the first token; interactivity = 1000 / median TPOT")
+    lines += [f"acceptance: {src}" for src in f.acceptance_sources]
+    return lines
+
+
+def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None) -> None:
+    """A load sweep as benchmarks report it: one row per (configuration, load point), the crossovers, the
+    recommendation; --plot draws the frontier."""
+    rows = f.rows.merge(f.ratios, on=["configuration", f.load], how="left")
+    rows.loc[rows["configuration"] == "off", "throughput_ratio"] = 1.0
+    if plot is not None:
+        from specsim.files import Outputs
+        from specsim.report.figures.frontier import frontier as draw
+        from specsim.report.figures.saving import save_png
+
+        with Outputs() as outs:
+            save_png(draw(f.rows, f.load, f.crossovers, setup.scenario.model.name), str(outs.path(plot, "--plot")))
+    title = _frontier_title(setup, f)
+    if fmt == "csv":
+        emit(rows.drop(columns=["tpot_ratio"]), "csv")
+        return
+    lines = _frontier_lines(f)
+    if plot is not None:
+        lines.append(f"wrote {plot}: output tokens/s per GPU against tokens/s per user, one curve per configuration")
+    if fmt == "json":
+        print_json({"title": title, "load": f.load, "client": f.client, "gpus_per_replica": f.gpus,
+                    "rows": plain(rows.drop(columns=["tpot_ratio"]).to_dict(orient="records")),
+                    "crossovers": f.crossovers,
+                    "recommendation": [{"from": c.load_from, "to": c.load_to, "configuration": c.configuration,
+                                        "gain": c.gain} for c in f.choices],
+                    "engine_configs": f.configs, "acceptance_sources": list(f.acceptance_sources),
+                    "notes": list(setup.notes)})
+        return
+    groups = [(name, rows[rows["configuration"] == name]) for name in dict.fromkeys(rows["configuration"])]
+    heads = [f.load if f.load == "concurrency" else "rate (req/s)", *(c[1] for c in FRONTIER_COLUMNS)]
+    if fmt == "markdown":
+        out = [f"**{title}**", ""]
+        for name, part in groups:
+            table = [[f"{float(r[f.load]):g}", *(_sig(r[c]) for c, _ in FRONTIER_COLUMNS)] for _, r in part.iterrows()]
+            out += [f"*{name}*", "", markdown_table(heads, table, text_columns=1)]
+        sys.stdout.write("\n".join(out) + "\n" + "".join(f"{line}  \n" for line in lines))
+        return
+    con = console()
+    con.print(title, style="bold", markup=False)
+    for name, part in groups:
+        table = [[f"{float(r[f.load]):g}", *(_sig(r[c]) for c, _ in FRONTIER_COLUMNS)] for _, r in part.iterrows()]
+        print_rows_table("speculation off" if name == "off" else name, heads, table, text_columns=0)
+    for line in lines:
+        con.print(line, markup=False)
+    for note in setup.notes:
+        con.print(f"note: {note}", style="yellow", markup=False)

@@ -232,10 +232,14 @@ def validate(
         "--published", help="instead: the planner's speedup error against published results, by source group",
     )] = False,
     corpus: Annotated[Path | None, typer.Option(
-        "--corpus", help="with --published: a corpus CSV in specsim/validation/data/published.csv's columns")] = None,
+        "--corpus", help="with --published (or --serving): a corpus CSV in specsim/validation/data/published.csv's "
+        "(serving.csv's) columns")] = None,
     modules: Annotated[bool, typer.Option(
         "--modules", help="instead: the token mixers of 2026 (GDN decode, DSA generation module) against NVIDIA's "
         "module tables (pip install \".[tables]\"), by GPU, framework and batch band")] = False,
+    serving: Annotated[bool, typer.Option(
+        "--serving", help="instead: the serving simulation against published serving measurements with speculation "
+        "off and on (on/off ratios, both arms, crossovers), by source group")] = False,
     fmt: Fmt = "table",
 ) -> None:
     """Run the exact reference sampler against the formulas on seeded cases and compare; with
@@ -245,6 +249,13 @@ def validate(
     Exit status 1 if any reference check fails (2: bad input).
     """
     check_format(fmt)
+    if sum((published, modules, serving)) > 1:
+        raise SpecsimError("give one of --published, --modules and --serving")
+    if serving:
+        from specsim.cli.published import run_serving
+
+        run_serving(fmt, corpus)
+        return
     if modules:
         from specsim.cli.published import run_modules
 
@@ -256,7 +267,7 @@ def validate(
         run_published(fmt, corpus)
         return
     if corpus is not None:
-        raise SpecsimError("--corpus applies to --published only")
+        raise SpecsimError("--corpus applies to --published and --serving only")
     if not 100 <= samples <= 10_000_000:
         raise SpecsimError(f"--samples must be in [100, 10000000], got {samples}")
     if not 0 <= seed < 2**32:

@@ -240,6 +240,19 @@ def _read_acceptance_window(acc: dict[str, Any], base: Path, where: str) -> Any:
         raise SpecsimError(f"{where}.acceptance: {exc}") from None
 
 
+def load_from_traffic(traffic: TrafficSpec) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]:
+    """The analytic planner's load for a `traffic:` section: closed-loop clients sending as fast as they may
+    keep `concurrency` sequences running (one bucket at that batch, context = mean prompt + half the mean output);
+    any other traffic its mean arrival rate (`arrival_from_traffic`)."""
+    t = traffic.traffic
+    if t.concurrency is not None and not math.isfinite(t.mean_rate_rps):
+        prompt = t.prompt.mean_tokens if t.prompt is not None else 1.0
+        output = t.output.mean_tokens if t.output is not None else 1.0
+        context = max(1, round(prompt + output / 2.0))
+        return (Bucket(f"concurrency {t.concurrency}", 1.0, int(t.concurrency), ((context, 1.0),)),), None
+    return (), arrival_from_traffic(traffic)
+
+
 def arrival_from_traffic(traffic: TrafficSpec) -> ArrivalLoad:
     """The analytic planner's load for a `traffic:` section: its mean arrival rate (a rate curve's daily
     mean, a trace's rate x speedup) and its mean prompt and output lengths (a replayed trace's own)."""
@@ -277,7 +290,7 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
     else:
         assert traffic is not None
         try:
-            buckets, arrival = (), arrival_from_traffic(traffic)
+            buckets, arrival = load_from_traffic(traffic)
         except SpecsimError as exc:
             raise SpecsimError(f"{where}: {exc}") from None
     tp = _int(data, "tp", where, 1, lo=1, hi=64)

@@ -6,13 +6,18 @@ Errors name the file, the line of the offending key and the field, e.g.
 those lines (or none: the message then names the file and field only).
 
 traffic:
-  arrivals: {process: poisson, rate_rps: 12}          # or gamma (+ cv), curve, trace
+  arrivals: {process: poisson, rate_rps: 12}          # or gamma (+ cv), constant, curve, trace, closed
+    # closed: {process: closed, concurrency: 64}: 64 clients, each sending its next request when its last one
+    #         finishes (a benchmark client's --max-concurrency 64 --request-rate inf); poisson, gamma and
+    #         constant take a concurrency too (--request-rate R --max-concurrency N)
     # curve: {process: curve, hourly_rps: [24 values]} or {process: curve, points: [[hour, rps], ...]},
     #        optional cv (default 1), start_hour (default 0)
     # trace: {process: trace, path: azure_conv.csv, layout: auto, speedup: 1, start_s: 0, model: GPT-4}
   num_requests: 20000                                  # or duration_s (a trace replays to its end)
   prompt: {dist: lognormal, median: 1024, sigma: 0.9, max: 32768}   # or {dist: lognormal, mean, cv},
-  output: {dist: fixed, tokens: 256}                   # {dist: fixed, tokens}, {dist: trace[, path]}
+  output: {dist: fixed, tokens: 256}                   # {dist: fixed, tokens}, {dist: trace[, path]},
+    # {dist: uniform, low, high}, {dist: random, tokens: 1024, range_ratio: 0.8, client: sglang} (a benchmark
+    # client's random lengths: sglang / atom [r L, L], vllm [(1 - r) L, (1 + r) L])
   workloads:                                           # acceptance mix (per-position conditional rates)
     - {name: chat, share: 0.6, alphas: [0.8, 0.75, 0.7]}
     - {name: code, share: 0.4, task: code}             # or a task: its sourced prior for the simulated draft
@@ -45,6 +50,7 @@ from specsim.scenario.serving import SLO, EngineConfig
 from specsim.scenario.traces import Trace, read_trace
 from specsim.scenario.traffic import (
     Arrivals,
+    Constant,
     Empirical,
     Fixed,
     Gamma,
@@ -52,8 +58,11 @@ from specsim.scenario.traffic import (
     Lognormal,
     Poisson,
     RateCurve,
+    Saturated,
     TraceArrivals,
     Traffic,
+    Uniform,
+    range_ratio_lengths,
 )
 from specsim.scenario.workload import AcceptanceMix, Workload
 from specsim.step.policy import Policy
@@ -172,13 +181,21 @@ def _path(raw: Mapping[str, object], where: Where, base_dir: Path) -> Path:
 
 def parse_arrivals(raw: object, where: Where, base_dir: Path) -> Arrivals:
     """{process: poisson | gamma | curve | trace, ...} -> an arrival process."""
-    raw = _mapping(raw, where, "process: poisson | gamma | curve | trace")
+    raw = _mapping(raw, where, "process: poisson | gamma | constant | curve | trace | closed")
     process = raw.get("process", "poisson")
+    if process == "closed":
+        _only(raw, where, {"process", "concurrency"})
+        if "concurrency" not in raw:
+            raise where.error("missing field 'concurrency' (the clients sending requests)")
+        return Saturated()
     if process == "poisson":
-        _only(raw, where, {"process", "rate_rps"})
+        _only(raw, where, {"process", "rate_rps", "concurrency"})
         return Poisson(_number(raw, "rate_rps", where, lo=0, strict_lo=True))
+    if process == "constant":
+        _only(raw, where, {"process", "rate_rps", "concurrency"})
+        return Constant(_number(raw, "rate_rps", where, lo=0, strict_lo=True))
     if process == "gamma":
-        _only(raw, where, {"process", "rate_rps", "cv"})
+        _only(raw, where, {"process", "rate_rps", "cv", "concurrency"})
         return Gamma(_number(raw, "rate_rps", where, lo=0, strict_lo=True), _number(raw, "cv", where, lo=0,
                                                                                      strict_lo=True))
     if process == "curve":
@@ -205,7 +222,15 @@ def parse_arrivals(raw: object, where: Where, base_dir: Path) -> Arrivals:
         trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), _model(raw))
         return TraceArrivals(trace, _number(raw, "speedup", where, 1.0, lo=0, strict_lo=True),
                              _number(raw, "start_s", where, 0.0, lo=0))
-    raise where.error(f"field 'process' must be one of poisson, gamma, curve, trace; got {process!r}", "process")
+    raise where.error(f"field 'process' must be one of poisson, gamma, constant, curve, trace, closed; got "
+                      f"{process!r}", "process")
+
+
+def parse_concurrency(raw: object, where: Where) -> int | None:
+    """The arrivals' `concurrency` (closed-loop clients), None when absent."""
+    if not isinstance(raw, Mapping) or "concurrency" not in raw:
+        return None
+    return int(_number(dict(raw), "concurrency", where, lo=1, integer=True))
 
 
 def parse_lengths(raw: object, where: Where, base_dir: Path, trace: Trace | None = None) -> LengthDist | None:
@@ -214,8 +239,18 @@ def parse_lengths(raw: object, where: Where, base_dir: Path, trace: Trace | None
     if isinstance(raw, int) and not isinstance(raw, bool):
         tokens = raw
         return where.build(lambda: Fixed(tokens))
-    raw = _mapping(raw, where, "dist: fixed | lognormal | trace")
+    raw = _mapping(raw, where, "dist: fixed | uniform | random | lognormal | trace")
     dist = raw.get("dist")
+    if dist == "uniform":
+        _only(raw, where, {"dist", "low", "high"})
+        low, high = (_number(raw, key, where, lo=1, integer=True) for key in ("low", "high"))
+        return where.build(lambda: Uniform(low, high), "high")
+    if dist == "random":
+        _only(raw, where, {"dist", "tokens", "range_ratio", "client"})
+        tokens = _number(raw, "tokens", where, lo=1, integer=True)
+        ratio = _number(raw, "range_ratio", where, 0.0, lo=0)
+        client = str(raw.get("client", "sglang"))
+        return where.build(lambda: range_ratio_lengths(tokens, ratio, client), "range_ratio")
     if dist == "fixed":
         _only(raw, where, {"dist", "tokens"})
         tokens = _number(raw, "tokens", where, lo=1, integer=True)
@@ -240,7 +275,7 @@ def parse_lengths(raw: object, where: Where, base_dir: Path, trace: Trace | None
         if trace is None:
             raise where.error("field 'path' is needed: the arrivals replay no trace", "path")
         return Empirical.from_trace(trace, "output" if field == "output" else "prompt")
-    raise where.error(f"field 'dist' must be one of fixed, lognormal, trace; got {dist!r}", "dist")
+    raise where.error(f"field 'dist' must be one of fixed, uniform, random, lognormal, trace; got {dist!r}", "dist")
 
 
 def parse_workloads(raw: object, where: Where) -> tuple[Workload, ...]:
@@ -393,7 +428,8 @@ def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
     seed = _number(raw, "seed", where, 0, lo=0, integer=True)
     if seed >= 2**63:
         raise where.error(f"field 'seed' must be below 2^63, got {seed}", "seed")
-    traffic = where.build(lambda: Traffic(arrivals, prompt, output, n, duration))
+    clients = parse_concurrency(raw["arrivals"], where.at("arrivals"))
+    traffic = where.build(lambda: Traffic(arrivals, prompt, output, n, duration, clients))
     expected = traffic.mean_rate_rps * duration if duration is not None else 0.0
     if expected > MAX_REQUESTS:
         raise where.error(f"field 'duration_s': {duration:g} s at {traffic.mean_rate_rps:g} requests/s is about "

@@ -10,8 +10,17 @@ Arrivals:
   s mapped through the inverse of the cumulative rate, t = Lambda^-1(s). Lambda is tabulated per minute,
   exact for per-hour rates, trapezoidal (error < 1e-6 relative) for linear ones.
 - `TraceArrivals`: a trace's own timestamps (and, by default, its lengths), optionally sped up.
+- `Constant(rate_rps)`: evenly spaced arrivals (a benchmark client's constant rate).
+- `Saturated()`: every request ready at t = 0 (a benchmark client's `--request-rate inf`); with a
+  concurrency the clients send them one as another finishes.
 
-Lengths: `Fixed`, `Lognormal` (median and sigma, or mean and cv: sigma^2 = ln(1 + cv^2),
+Closed loop (`Traffic.concurrency`): N clients, each sending its next request when its last one finishes, as
+`vllm bench serve --max-concurrency N`, `sglang.bench_serving --max-concurrency N` and ATOM's client gate their
+requests with a semaphore of N; request j is sent at max(its arrival, the (j - N)-th finish). The event loop
+(simulate/engine.py) releases them.
+
+Lengths: `Fixed`, `Uniform` (integers in [low, high]: a benchmark client's random lengths with a range
+ratio, `range_ratio_lengths`), `Lognormal` (median and sigma, or mean and cv: sigma^2 = ln(1 + cv^2),
 median = mean / sqrt(1 + cv^2)), `Empirical` (resampled from observed values, e.g. a trace's).
 """
 
@@ -220,7 +229,45 @@ class TraceArrivals:
         return np.asarray((self.trace.time_s[rows] - self.start_s) / self.speedup)
 
 
-Arrivals = Poisson | Gamma | RateCurve | TraceArrivals
+@dataclass(frozen=True)
+class Constant:
+    """Arrivals every 1 / rate_rps seconds, the first at 0."""
+
+    rate_rps: float
+
+    def __post_init__(self) -> None:
+        _check_positive("rate_rps", self.rate_rps)
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return float(self.rate_rps)
+
+    def scaled(self, factor: float) -> Constant:
+        return Constant(self.rate_rps * factor)
+
+    def times(self, rng: np.random.Generator, n: int | None, duration_s: float | None) -> FloatArray:
+        count = n if n is not None else math.floor((duration_s or 0.0) * self.rate_rps) + 1
+        return np.arange(count, dtype=np.float64) / self.rate_rps
+
+
+@dataclass(frozen=True)
+class Saturated:
+    """Every request ready at t = 0 (`--request-rate inf`): the clients' concurrency paces them."""
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return math.inf
+
+    def scaled(self, factor: float) -> Saturated:
+        return self
+
+    def times(self, rng: np.random.Generator, n: int | None, duration_s: float | None) -> FloatArray:
+        if n is None:
+            raise SpecsimError("traffic: requests sent as fast as the clients allow need 'num_requests'")
+        return np.zeros(n)
+
+
+Arrivals = Poisson | Gamma | RateCurve | TraceArrivals | Constant | Saturated
 
 
 class LengthDist(Protocol):
@@ -244,6 +291,54 @@ class Fixed:
 
     def sample(self, n: int, rng: np.random.Generator) -> IntArray:
         return np.full(n, int(self.tokens), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Integers uniform in [low, high] (both included)."""
+
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        for name in ("low", "high"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise SpecsimError(f"field '{name}' must be an integer >= 1, got {v!r}")
+        if self.high < self.low:
+            raise SpecsimError(f"field 'high' ({self.high}) must be >= 'low' ({self.low})")
+
+    @property
+    def mean_tokens(self) -> float:
+        return (self.low + self.high) / 2.0
+
+    def sample(self, n: int, rng: np.random.Generator) -> IntArray:
+        return rng.integers(int(self.low), int(self.high) + 1, n, dtype=np.int64)
+
+
+#: How each benchmark client draws a random length L with range ratio r (`--random-range-ratio`):
+#: - sglang (python/sglang/bench_serving.py, sample_random_requests), ATOM (atom/benchmarks/benchmark_serving.py,
+#:   from vLLM's pre-0.9 client) and vLLM before 0.9: np.random.randint(max(int(L * r), 1), L + 1): [r L, L];
+#: - vllm from 0.9 (vllm/benchmarks/datasets.py, RandomDataset.get_sampling_params): [floor(L (1 - r)),
+#:   ceil(L (1 + r))], r in [0, 1).
+RANGE_CLIENTS = ("sglang", "atom", "vllm")
+
+
+def range_ratio_lengths(tokens: int, ratio: float, client: str = "sglang") -> LengthDist:
+    """A client's random lengths around `tokens` with range ratio `ratio` (RANGE_CLIENTS); Fixed when they do
+    not vary."""
+    if isinstance(tokens, bool) or not isinstance(tokens, int | np.integer) or tokens < 1:
+        raise SpecsimError(f"length must be an integer >= 1 token, got {tokens!r}")
+    if client not in RANGE_CLIENTS:
+        raise SpecsimError(f"--client must be one of {', '.join(RANGE_CLIENTS)}, got {client!r}")
+    if not (0.0 <= ratio <= 1.0) or (client == "vllm" and ratio >= 1.0):
+        bound = "[0, 1)" if client == "vllm" else "[0, 1]"
+        raise SpecsimError(f"--range-ratio must be in {bound} for the {client} client, got {ratio:g}")
+    if client == "vllm":
+        low, high = max(1, math.floor(tokens * (1.0 - ratio))), math.ceil(tokens * (1.0 + ratio))
+    else:
+        low, high = max(int(tokens * ratio), 1), int(tokens)
+    return Fixed(int(tokens)) if low == high else Uniform(int(low), int(high))
 
 
 @dataclass(frozen=True)
@@ -314,8 +409,11 @@ class Requests:
     arrival_s: FloatArray
     prompt_tokens: IntArray
     output_tokens: IntArray
+    concurrency: int | None = None  # closed loop: at most this many sent and unfinished (module docstring)
 
     def __post_init__(self) -> None:
+        if self.concurrency is not None and (isinstance(self.concurrency, bool) or self.concurrency < 1):
+            raise SpecsimError(f"requests: concurrency must be an integer >= 1, got {self.concurrency!r}")
         a, p, o = self.arrival_s, self.prompt_tokens, self.output_tokens
         if not len(a) == len(p) == len(o):
             raise SpecsimError("requests: arrival, prompt and output arrays differ in length")
@@ -340,7 +438,7 @@ class Requests:
         return (self.n - 1) / span if span > 0 else float("inf")
 
     def subset(self, keep: npt.NDArray[np.bool_]) -> Requests:
-        return Requests(self.arrival_s[keep], self.prompt_tokens[keep], self.output_tokens[keep])
+        return Requests(self.arrival_s[keep], self.prompt_tokens[keep], self.output_tokens[keep], self.concurrency)
 
     def thin(self, keep_fraction: float, seed: int = 0) -> Requests:
         """Random thinning: each request kept with probability keep_fraction (thinned Poisson stays Poisson,
@@ -361,8 +459,16 @@ class Traffic:
     output: LengthDist | None = None
     num_requests: int | None = None
     duration_s: float | None = None
+    concurrency: int | None = None  # closed loop: N clients (module docstring); None: open loop
 
     def __post_init__(self) -> None:
+        if self.concurrency is not None and (isinstance(self.concurrency, bool) or not isinstance(
+                self.concurrency, int) or self.concurrency < 1):
+            raise SpecsimError(f"traffic: field 'concurrency' must be an integer >= 1, got {self.concurrency!r}")
+        if isinstance(self.arrivals, Saturated) and self.concurrency is None:
+            raise SpecsimError("traffic: requests sent all at once need a 'concurrency' (the clients sending them)")
+        if isinstance(self.arrivals, Saturated) and self.num_requests is None:
+            raise SpecsimError("traffic: requests sent as fast as the clients allow need 'num_requests'")
         if (self.num_requests is None) == (self.duration_s is None) and not isinstance(self.arrivals, TraceArrivals):
             raise SpecsimError("traffic: give exactly one of 'num_requests' and 'duration_s'")
         if self.num_requests is not None and self.num_requests < 1:
@@ -380,7 +486,15 @@ class Traffic:
         """The same traffic scaled to a mean arrival rate (rates multiplied, or a trace sped up). With
         duration_s the number of requests scales too; with num_requests the span shrinks."""
         _check_positive("rate_rps", rate_rps)
+        if isinstance(self.arrivals, Saturated):
+            return replace(self, arrivals=Poisson(rate_rps))
         return replace(self, arrivals=self.arrivals.scaled(rate_rps / self.arrivals.mean_rate_rps))
+
+    def with_concurrency(self, clients: int | None, num_requests: int | None = None) -> Traffic:
+        """The same traffic sent by `clients` closed-loop clients (None: open loop), optionally with another
+        number of requests."""
+        n = self.num_requests if num_requests is None else num_requests
+        return replace(self, concurrency=clients, num_requests=n, duration_s=None if n is not None else self.duration_s)
 
 
 def generate_requests(traffic: Traffic, seed: int = 0) -> Requests:
@@ -395,7 +509,8 @@ def generate_requests(traffic: Traffic, seed: int = 0) -> Requests:
                   else traffic.prompt.sample(len(rows), r_prompt))
         output = (arr.trace.output_tokens[rows] if traffic.output is None
                   else traffic.output.sample(len(rows), r_out))
-        return Requests(times, prompt.astype(np.int64), output.astype(np.int64))
+        return Requests(times, prompt.astype(np.int64), output.astype(np.int64), traffic.concurrency)
     times = arr.times(r_arr, traffic.num_requests, traffic.duration_s)
     assert traffic.prompt is not None and traffic.output is not None
-    return Requests(times, traffic.prompt.sample(len(times), r_prompt), traffic.output.sample(len(times), r_out))
+    return Requests(times, traffic.prompt.sample(len(times), r_prompt), traffic.output.sample(len(times), r_out),
+                    traffic.concurrency)

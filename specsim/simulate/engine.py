@@ -18,6 +18,11 @@ k comes from the speculation policy at the step's decode batch, reduced where ne
 batch x (k + 1) fits the token budget (vLLM truncates speculative tokens that do not fit). KV is counted
 in tokens (vLLM's 16-token blocks waste < 16 tokens per sequence; pass a capacity net of that).
 Requests that could never fit the KV cache alone (prompt + output + k + 1 > capacity) are rejected.
+
+Closed loop (`Requests.concurrency` N, scenario/traffic.py): the first N requests are sent at their arrival;
+each finish (or rejection) sends the next request at max(its arrival, that moment), as a benchmark client's
+semaphore of N does. The result's `requests.arrival_s` are the send times, so TTFT and e2e count from the
+send, as the clients measure them.
 """
 
 from __future__ import annotations
@@ -97,9 +102,66 @@ def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_cont
     return StepTable.build(cost, engine.max_num_seqs, rows, max_context, engine.max_num_batched_tokens, rows=rows)
 
 
+_INF = float("inf")
+
+
+def _log_array(log: list[tuple[float, float, int, int, int, int, int, int, int, float]],
+               blocks: list[tuple[int, FloatArray]]) -> FloatArray:
+    """The step log as one (steps, 10) array: the rows logged one by one, with the fast path's blocks placed where
+    they were logged (each after the rows logged before it)."""
+    rows = np.fromiter(chain.from_iterable(log), np.float64, count=10 * len(log)).reshape(-1, 10)
+    if not blocks:
+        return rows
+    parts: list[FloatArray] = []
+    at = 0
+    for pos, block in blocks:
+        parts += [rows[at:pos], block]
+        at = pos
+    parts.append(rows[at:])
+    return np.concatenate(parts)
+
+
+class _Clients:
+    """Closed-loop clients (module docstring): request j waits, at +inf in the loop's arrival list, until a finish
+    sends it at max(its arrival, then); the prefix sums of admitted arrivals the loop reads grow as they are sent."""
+
+    def __init__(self, arrivals: list[float], arr_list: list[float], cum_n: list[float], cum_t: list[float],
+                 rejected: list[bool], sent: int) -> None:
+        self.arrivals, self.arr_list, self.cum_n, self.cum_t, self.rejected = arrivals, arr_list, cum_n, cum_t, rejected
+        self.sent = sent
+
+    @classmethod
+    def start(cls, requests: Requests, arr_list: list[float], cum_n: list[float], cum_t: list[float],
+              rejected: list[bool]) -> _Clients | None:
+        """The clients of a closed-loop run (None: open loop); the first `concurrency` requests are sent, the rest
+        wait (arr_list and the prefix sums are cut to the sent ones, in place)."""
+        clients = requests.concurrency
+        if clients is None or clients >= requests.n:
+            return None
+        arrivals = arr_list[:]
+        del cum_n[clients + 1:], cum_t[clients + 1:]
+        arr_list[clients:] = [_INF] * (requests.n - clients)
+        out = cls(arrivals, arr_list, cum_n, cum_t, rejected, clients)
+        out.send(sum(rejected[:clients]), 0.0)  # a rejected request frees its client at once
+        return out
+
+    def send(self, count: int, t: float) -> None:
+        """`count` clients are free at t: each sends the next request (a rejected one frees it again at once)."""
+        n = len(self.arrivals)
+        while count > 0 and self.sent < n:
+            j = self.sent
+            a = max(self.arrivals[j], t)
+            self.arr_list[j] = a
+            ok = not self.rejected[j]
+            self.cum_n.append(self.cum_n[-1] + ok)
+            self.cum_t.append(self.cum_t[-1] + (a if ok else 0.0))
+            self.sent = j + 1
+            count -= ok
+
+
 #: Steady stretches (see `simulate`): at most this many steps are drawn ahead at once, and a stretch shorter than
 #: MIN_STRETCH steps is left to the step-by-step path.
-STRETCH_MAX = 128
+STRETCH_MAX = 1024
 MIN_STRETCH = 3
 
 
@@ -143,6 +205,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     cum_t: list[float] = np.concatenate([[0.0], np.cumsum(requests.arrival_s * admitted)]).tolist()
     any_rejected = bool(rejected.any())
     rej_list: list[bool] = rejected.tolist()
+    clients = _Clients.start(requests, arr_list, cum_n, cum_t, rej_list)
     prompt_l: list[int] = prompt_a.tolist()
     out_l: list[int] = out_a.tolist()
 
@@ -165,6 +228,8 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     pre: list[list[int]] = []  # [request, tokens prefilled, tokens to prefill]
 
     log: list[tuple[float, float, int, int, int, int, int, int, int, float]] = []
+    blocks: list[tuple[int, FloatArray]] = []  # steps logged as arrays by the fast path (stretch.Loop)
+    logged = [0]  # their steps: a step's index is len(log) + logged[0]
     # emitted-token histogram, counted once at the end: per speculative step its index and its draws' counts
     # (1 + accepted, capped), per plain step its index and its decode batch (each emits 1 token)
     spec_steps: list[int] = []
@@ -173,7 +238,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     spec_blocks: list[tuple[int, IntArray]] = []  # steady stretches: first step, counts (steps, decode batch)
     plain_blocks: list[tuple[int, int, int]] = []  # steady stretches without speculation: first step, steps, batch
     loop = _Loop(arr_list, cum_n, cum_t, rej_list if any_rejected else None, waiting, prompt_l, gen, cap, budget_max,
-                 max_seqs, dec_rows, grid, table, k_of_b, finish, log, spec_blocks, plain_blocks)
+                 max_seqs, dec_rows, grid, table, k_of_b, finish, log, blocks, logged, spec_blocks, plain_blocks)
     na = 0
     t = arr_list[0] if n else 0.0
     while True:
@@ -183,7 +248,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
             na = j
         nd = len(run_id)
         if nd == 0 and not pre and not waiting:
-            if na >= n:
+            if na >= n or arr_list[na] == _INF:
                 break
             t = arr_list[na]
             continue
@@ -249,7 +314,8 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
             dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd)
         if fast and nd and not pre:  # nothing prefilling, nothing admitted: maybe a steady stretch
             lim = STRETCH_MAX
-            if not waiting and na < n and dt > 0.0:  # an arrival is admitted unless seats, budget or KV stop it
+            if not waiting and na < n and dt > 0.0 and arr_list[na] != _INF:  # an arrival is admitted unless
+                # seats, budget or KV stop it
                 lim = min(lim, int((arr_list[na] - t) / dt) + 1)
             if k:
                 lim = min(lim, (len(ubuf) - upos) // nd)  # the draws left in the buffer (a refill discards the rest)
@@ -258,6 +324,8 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
             if lim >= MIN_STRETCH:
                 t, na, dec_kv, upos, (run_id, run_ctx, run_rem, run_s) = _stretch(
                     lim, t, dt, na, nd, k, dec_kv, pre_kv, upos, ubuf, (run_id, run_ctx, run_rem, run_s), loop)
+                if clients is not None and len(run_id) < nd:  # the stretch ended with finishes at t
+                    clients.send(nd - len(run_id), t)
                 continue
         if p_tok:
             dt += prefill_time(p_tok, p_ctx / p_tok)
@@ -280,13 +348,13 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                 e += 1
                 np.minimum(e, run_rem, out=e)
                 tok = int(e.sum())
-                spec_steps.append(len(log))
+                spec_steps.append(len(log) + logged[0])
                 spec_counts.append(e)
                 run_rem = run_rem - e
                 run_ctx = run_ctx + e
             else:
                 tok = nd
-                plain_steps.append((len(log), nd))
+                plain_steps.append((len(log) + logged[0], nd))
                 run_rem = run_rem - 1
                 run_ctx = run_ctx + 1
             dec_kv += tok
@@ -294,6 +362,8 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
             if not run_rem.all():  # some request emitted its last token
                 fin = run_rem == 0
                 finish[run_id[fin]] = t_end
+                if clients is not None:
+                    clients.send(int(fin.sum()), t_end)
                 dec_kv -= int(run_ctx[fin].sum())
                 keep = ~fin
                 run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
@@ -317,6 +387,8 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
                     resume_gaps.append(t_end - last_emit.pop(rid))
                 if g >= out_l[rid]:
                     finish[rid] = t_end
+                    if clients is not None:
+                        clients.send(1, t_end)
                 else:
                     new.append((rid, target, out_l[rid] - g))
                     dec_kv += target
@@ -329,15 +401,16 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
         log.append((t, dt, nd, running, n_wait, k if nd else 0, p_tok, tokens, dec_kv + pre_kv, area))
         t = t_end
 
-    cols = np.fromiter(chain.from_iterable(log), np.float64, count=10 * len(log)).reshape(-1, 10)
+    cols = _log_array(log, blocks)
+    steps_n = len(cols)
     width = kmax + 2
-    hist = np.zeros((len(log), width), dtype=np.int64)
+    hist = np.zeros((steps_n, width), dtype=np.int64)
     if spec_steps or spec_blocks:
         idx = [np.repeat(np.asarray(spec_steps, dtype=np.int64), [len(x) for x in spec_counts])]
         idx += [np.repeat(np.arange(first, first + len(b), dtype=np.int64), b.shape[1]) for first, b in spec_blocks]
         counts = [*spec_counts, *(b.ravel() for _, b in spec_blocks)]
         hist += np.bincount(np.concatenate(idx) * width + np.concatenate(counts),
-                            minlength=len(log) * width).reshape(len(log), width)
+                            minlength=steps_n * width).reshape(steps_n, width)
     if plain_steps:
         at, batch = np.asarray(plain_steps, dtype=np.int64).reshape(-1, 2).T
         hist[at, 1] = batch
@@ -346,5 +419,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     steps = StepLog(cols[:, 0], cols[:, 1], cols[:, 2].astype(np.int64), cols[:, 3].astype(np.int64),
                     cols[:, 4].astype(np.int64), cols[:, 5].astype(np.int64), cols[:, 6].astype(np.int64),
                     cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist)
+    if clients is not None:  # the send times: TTFT and e2e count from them
+        requests = Requests(np.asarray(arr_list), prompt_a, out_a, requests.concurrency)
     return SimResult(requests, engine, seed, workload, np.asarray(sched_s), np.asarray(first_s), finish,
                      np.asarray(preempt, dtype=np.int64), rejected, steps, np.asarray(resume_gaps, dtype=np.float64))

@@ -30,16 +30,21 @@ FloatArray = npt.NDArray[np.float64]
 
 def weighted_percentile(values: np.ndarray, q: float, weights: np.ndarray) -> float:
     """The smallest value v with (total weight of values <= v) >= q% of all weight (inverted CDF)."""
+    return weighted_percentiles(values, (q,), weights)[0]
+
+
+def weighted_percentiles(values: np.ndarray, qs: tuple[float, ...], weights: np.ndarray) -> list[float]:
+    """`weighted_percentile` at each of qs, sorting once."""
     w = np.asarray(weights, dtype=np.float64)
     keep = w > 0
     v = np.asarray(values, dtype=np.float64)[keep]
     w = w[keep]
     if v.size == 0:
-        return math.nan
+        return [math.nan] * len(qs)
     order = np.argsort(v, kind="stable")
     cw = np.cumsum(w[order])
-    i = int(np.searchsorted(cw, q / 100.0 * cw[-1], side="left"))
-    return float(v[order][min(i, len(v) - 1)])
+    i = np.searchsorted(cw, np.asarray(qs, dtype=np.float64) / 100.0 * cw[-1], side="left")
+    return [float(x) for x in v[order][np.minimum(i, len(v) - 1)]]
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,8 @@ class Percentiles:
         w = np.asarray(weights, dtype=np.float64)
         if w.sum() <= 0:
             return cls(math.nan, math.nan, math.nan, math.nan)
-        return cls(weighted_percentile(v, 50, w), weighted_percentile(v, 90, w), weighted_percentile(v, 99, w),
-                   float(np.average(v, weights=w)))
+        p50, p90, p99 = weighted_percentiles(v, (50, 90, 99), w)
+        return cls(p50, p90, p99, float(np.average(v, weights=w)))
 
 
 @dataclass(frozen=True, eq=False)

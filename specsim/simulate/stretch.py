@@ -44,6 +44,10 @@ class Loop:
     k_of_b: list[int]
     finish: FloatArray
     log: list[tuple[float, float, int, int, int, int, int, int, int, float]]
+    #: steps logged as arrays (a stretch's quiet prefix): (rows of `log` before them, (steps, 10) array); `logged`
+    #: [0] counts their steps, so a step's index is len(log) + logged[0]
+    blocks: list[tuple[int, FloatArray]]
+    logged: list[int]
     spec_blocks: list[tuple[int, IntArray]]
     plain_blocks: list[tuple[int, int, int]]
 
@@ -55,7 +59,7 @@ def stretch(lim: int, t: float, dt: float, na: int, nd: int, k: int, dec_kv: int
     all `lim` steps compared at once from the same draws (step i reads the buffer at upos + i * nd, as the loop
     does). Stops after the first step in which a request finishes, or before a step that would preempt or admit.
     Returns t, the next arrival, the decode KV, the buffer position and the running arrays after the stretch."""
-    first = len(lp.log)
+    first = len(lp.log) + lp.logged[0]
     if k:
         e, csum, f = _emissions(lim, nd, k, ubuf[upos:upos + lim * nd], run)
         toks: list[int] = e.sum(axis=1).tolist()
@@ -98,6 +102,11 @@ def _steps(lim: int, f: int, toks: list[int], csum: IntArray | None, t: float, d
     row, grid = lp.dec_rows[nd], lp.grid
     last = len(grid) - 2
     m = 0
+    if min(f, lim) >= VECTOR_STEPS:  # the steps before any arrival, break or finish, as arrays
+        t, dt, dec_kv, m = _quiet_steps(min(f, lim), toks, t, dt, na, nd, k, dec_kv, pre_kv, budget, can_admit, lp)
+        if m == lim or dt != dt:  # every step done, or the next one stops the stretch (dt NaN marks it)
+            done = csum[m - 1] if csum is not None else m
+            return t, na, dec_kv, m, (run[0], run[1] + done, run[2] - done, run[3])
     while True:
         t_end = t + dt
         if na < n and arr[na] <= t_end:
@@ -133,6 +142,57 @@ def _steps(lim: int, f: int, toks: list[int], csum: IntArray | None, t: float, d
         done = csum[m - 1] if csum is not None else m
         run = (run[0], run[1] + done, run[2] - done, run[3])
     return t, na, dec_kv, m, run
+
+
+#: A stretch's quiet prefix (below) runs as arrays from this many steps on; shorter ones step one by one.
+VECTOR_STEPS = 32
+
+
+def _quiet_steps(upto: int, toks: list[int], t: float, dt: float, na: int, nd: int, k: int, dec_kv: int,
+                 pre_kv: int, budget: int, can_admit: bool, lp: Loop) -> tuple[float, float, int, int]:
+    """The stretch's first steps, before `upto` (its first finish, or its end), before the first step that ends at
+    or after the next arrival, and before the first step start at which `_steps` would stop (a preemption or an
+    admission): each logged exactly as `_steps` logs it (the same float operations in the same order: times are
+    running sums, each step priced at its own mean context by the same interpolation). Returns t, dt (of the
+    next step; NaN: the next step stops the stretch), the decode KV and the steps done."""
+    tok = np.asarray(toks[:upto], dtype=np.int64)
+    kv = dec_kv + np.cumsum(tok)  # decode KV after each step
+    grid = np.asarray(lp.grid)
+    row = np.asarray(lp.dec_rows[nd])
+    x = kv / nd  # the next step's mean context
+    j = np.clip(np.searchsorted(grid, x, side="right") - 1, 0, len(grid) - 2)
+    lo = row[j]
+    nxt = lo + (x - grid[j]) / (grid[j + 1] - grid[j]) * (row[j + 1] - lo)
+    dts = np.concatenate([[dt], nxt[:-1]])
+    ends = np.cumsum(np.concatenate([[t], dts]))[1:]  # sequential sums, as t += dt
+    free = lp.cap - kv - pre_kv - nd * (k + 1)  # at the start of the next step
+    stop = free < 0
+    waiting = lp.waiting
+    if waiting and can_admit:
+        stop |= min(lp.prompt[waiting[0]] + lp.gen[waiting[0]], budget) <= free
+    stop |= np.isnan(nxt)  # a block of the table not evaluated yet: left to the step-by-step path
+    hit = np.flatnonzero(stop)
+    m = int(hit[0]) + 1 if hit.size else upto  # the times of these steps are finite
+    if na < len(lp.arrivals) and lp.arrivals[na] <= ends[m - 1]:  # no step may end at or after an arrival
+        m = int(np.searchsorted(ends[:m], lp.arrivals[na], side="left"))
+    hit = hit[hit < m]
+    m = int(hit[0]) + 1 if hit.size else m
+    if m == 0:
+        return t, dt, dec_kv, 0
+    block = np.zeros((m, 10))
+    block[0, 0] = t
+    block[1:, 0] = ends[:m - 1]
+    block[:, 1] = dts[:m]
+    block[:, 2:6] = (nd, nd, len(waiting), k)
+    block[:, 7] = tok[:m]
+    block[:, 8] = kv[:m] + pre_kv
+    lp.blocks.append((len(lp.log), block))
+    lp.logged[0] += m
+    t_next = float(ends[m - 1])
+    kv_next = int(kv[m - 1])
+    if hit.size and int(hit[0]) + 1 == m:  # the step after this prefix would stop the stretch
+        return t_next, float("nan"), kv_next, m
+    return t_next, float(nxt[m - 1]), kv_next, m
 
 
 def _finish(done: IntArray | int, t_end: float, dec_kv: int, run: Running, finish: FloatArray) -> tuple[int, Running]:

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from specsim.advise.simulation import make_setup
+from specsim.advise.traffic import stationary
 from specsim.scenario.scenario import load_scenario
-from specsim.scenario.traffic import generate_requests
+from specsim.scenario.traffic import Gamma, generate_requests
 from specsim.simulate.engine import simulate
 from specsim.simulate.metrics import summarize
 from specsim.step.policy import Policy
@@ -109,10 +110,13 @@ def test_sweep_rates_policies_drafts_in_parallel() -> None:
     # a row re-simulated directly
     s = load_scenario(BUNDLED)
     setup = make_setup(s, requests=200, policy=Policy.static(2), draft="eagle3")
-    assert sorted(frame["rate_rps"].round(9).unique()) == [4.0, 8.0]  # a rate curve scaled to these daily means
+    assert sorted(frame["rate_rps"].round(9).unique()) == [4.0, 8.0]
     row = frame[(frame["draft"] == "eagle3") & np.isclose(frame["rate_rps"], 8.0)].iloc[0]
-    res = simulate(generate_requests(setup.traffic.with_rate(8.0), setup.seed), setup.engine(), setup.cost(),
-                   setup.mix()[0], setup.seed)
+    # a rate curve swept at a rate runs steady at it (its gap CV kept), not the curve from its start hour
+    steady = stationary(setup.traffic, 8.0)
+    assert isinstance(steady.arrivals, Gamma) and steady.arrivals.rate_rps == 8.0
+    res = simulate(generate_requests(steady, setup.seed), setup.engine(), setup.cost(), setup.mix()[0], setup.seed)
+    assert res.requests.mean_rate_rps == pytest.approx(8.0, rel=0.15)  # what was simulated is the rate labelled
     assert row["tpot_p99_s"] == pytest.approx(summarize(res, bins=None).tpot_s.p99, rel=1e-9)
     assert np.isfinite(frame["goodput_rps"]).all()
 

@@ -1,0 +1,202 @@
+"""The question a serving benchmark asks, answered by simulation: closed-loop clients at each concurrency (or open
+loop at each rate), speculation off and on, measured as the client measures it (simulate/client.py); the
+throughput-interactivity frontier, where speculation stops paying, and what to run at each load with the engine
+configuration for it (simulate/frontier.py).
+
+`benchmark_scenario` builds the scenario from the flags `evaluate` takes (hardware, model, tp, engine, draft,
+k) and a benchmark client's (input / output length, range ratio, number of prompts), so that
+``specsim simulate -H h100-sxm -m llama-3.1-8b --draft eagle3 -k 3 --concurrency 1,4,16,64`` needs no file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from specsim.advise.simulation import Setup, sweep_cases, sweep_scenario
+from specsim.errors import SpecsimError
+from specsim.records import Json
+from specsim.scenario.scenario import Scenario, parse_scenario
+from specsim.scenario.traffic import RANGE_CLIENTS
+from specsim.simulate.client import CLIENT_COLUMNS, client_columns, itl_definition
+from specsim.simulate.frontier import OFF, Choice, configuration, crossovers, load_column, ratios, recommend
+from specsim.simulate.sweep import sweep_many
+from specsim.step.policy import Policy
+
+#: each engine's own benchmark client (which measured its published figures), for ITL and range-ratio semantics
+ENGINE_CLIENT = {"vllm": "vllm", "sglang": "sglang", "atom": "atom"}
+MAX_POINTS = 256
+
+
+@dataclass(frozen=True)
+class BenchmarkFlags:
+    """What a scenario-free `simulate` was given (the CLI's flags, checked here)."""
+
+    hardware: str
+    model: str
+    drafts: tuple[str, ...]
+    tp: int = 1
+    engine: str | None = None
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    k: int | None = None
+    input_len: int = 1024
+    output_len: int = 1024
+    range_ratio: float | None = None  # None: fixed lengths
+    client: str | None = None
+    task: str | None = None
+    acceptance_length: float | None = None
+    max_num_seqs: int | None = None
+    concurrency: tuple[int, ...] = (1,)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def client_name(self) -> str:
+        """The client named, else the engine's own (vLLM's for engines without one)."""
+        if self.client is not None:
+            return self.client
+        name = (self.engine or "vllm").split("-")[0].lower()
+        return ENGINE_CLIENT.get(name, "vllm")
+
+
+def _lengths(tokens: int, ratio: float | None, client: str, option: str) -> dict[str, Json]:
+    """Fixed lengths without a range ratio; else the client's random lengths around `tokens`."""
+    if isinstance(tokens, bool) or not 1 <= tokens <= 10_000_000:
+        raise SpecsimError(f"{option} must be an integer in [1, 10000000], got {tokens}")
+    if ratio is None:
+        return {"dist": "fixed", "tokens": int(tokens)}
+    return {"dist": "random", "tokens": int(tokens), "range_ratio": float(ratio),
+            "client": client if client in RANGE_CLIENTS else "vllm"}
+
+
+def benchmark_scenario(f: BenchmarkFlags) -> Scenario:
+    """A scenario from the flags (module docstring): closed-loop clients at the first concurrency (a sweep
+    replaces it), random lengths as the client draws them, the engine's limits large enough for the largest
+    concurrency (max_num_seqs at least it; vLLM's default 256 otherwise)."""
+    if not f.drafts:
+        raise SpecsimError("--draft: name the draft to simulate (eagle3, mtp, ngram, a draft model, ...)")
+    if f.k is not None and not 0 <= f.k <= 32:
+        raise SpecsimError(f"-k must be in [0, 32], got {f.k}")
+    if f.acceptance_length is not None and not 1.0 <= f.acceptance_length <= 33.0:
+        raise SpecsimError(f"--acceptance-length must be in [1, k + 1], got {f.acceptance_length:g}")
+    if f.acceptance_length is not None and f.k is None:
+        raise SpecsimError("--acceptance-length is measured at a draft length: give -k too")
+    if f.acceptance_length is not None and f.k is not None and f.acceptance_length > f.k + 1:
+        raise SpecsimError(f"--acceptance-length {f.acceptance_length:g} exceeds k + 1 = {f.k + 1}")
+    client = f.client_name
+    itl_definition(client)  # an unknown client: one line
+    seqs = f.max_num_seqs or max(256, max(f.concurrency))
+    drafts: list[Json] = []
+    for d in f.drafts:
+        if f.acceptance_length is not None and d != "none":
+            drafts.append({"method": d, "acceptance": {"mean_length": f.acceptance_length, "k": f.k}})
+        else:
+            drafts.append(d)
+    data: dict[str, Any] = {
+        "name": "benchmark", "hardware": f.hardware, "model": f.model, "tp": f.tp, "weight_dtype": f.weight_dtype,
+        "kv_dtype": f.kv_dtype, "drafts": drafts, "max_k": max(8, f.k or 0),
+        "traffic": {"arrivals": {"process": "closed", "concurrency": int(f.concurrency[0])},
+                    "num_requests": 10 * int(f.concurrency[0]) if f.concurrency[0] > 1 else 20,
+                    "prompt": _lengths(f.input_len, f.range_ratio, client, "--input-len"),
+                    "output": _lengths(f.output_len, f.range_ratio, client, "--output-len")},
+        "serving": {"max_num_seqs": seqs, "max_num_batched_tokens": max(8192, seqs),
+                    "speculation": "plan" if f.k is None else ({"k": f.k} if f.k else "off")},
+        **f.extra,
+    }
+    if f.engine is not None:
+        data["engine"] = f.engine
+    if f.task is not None:
+        data["task"] = f.task
+    return parse_scenario(data, "command line")
+
+
+@dataclass(frozen=True, eq=False)
+class Frontier:
+    """A load sweep as benchmarks report it: one row per (configuration, load point) in the client's names,
+    the on / off ratios, each configuration's crossover, the recommendation per load range and its engine
+    configuration."""
+
+    rows: pd.DataFrame
+    ratios: pd.DataFrame
+    crossovers: dict[str, float | None]
+    choices: list[Choice]
+    configs: dict[str, Json]
+    client: str
+    gpus: int
+    load: str
+    acceptance_sources: tuple[str, ...] = ()
+
+
+def client_frame(frame: pd.DataFrame, gpus: int, client: str) -> pd.DataFrame:
+    """A sweep's frame as the client reports it: configuration and load point, the client's columns, then
+    what else the simulation measured."""
+    load = load_column(frame)
+    cols = client_columns(frame, gpus, client)
+    head = pd.DataFrame({"configuration": [configuration(d, p) for d, p in zip(frame["draft"], frame["policy"],
+                                                                               strict=True)],
+                         load: frame[load].to_numpy()}, index=frame.index)
+    rest = frame.drop(columns=[c for c in frame.columns if c in (load, *CLIENT_COLUMNS)])
+    return pd.concat([head, cols, rest], axis=1)
+
+
+def _static_k(config: str) -> int | None:
+    """k of a configuration 'DRAFT k=N' (None: another policy)."""
+    m = re.fullmatch(r"\S+ k=(\d+)", config)
+    return int(m.group(1)) if m else None
+
+
+def _engine_configs(setup: Setup, choices: Sequence[Choice], load: str) -> dict[str, Json]:
+    """The engines' configuration for the recommendation over concurrency (a batch runs at most the clients):
+    the chosen k per concurrency range as a schedule over batch, off where plain decoding wins; one draft with
+    static k per range only."""
+    from specsim.plan.engine_configs import engine_configs
+
+    picks = [c for c in choices if c.configuration != OFF]
+    if load != "concurrency" or not picks:
+        return {}
+    labels = {c.configuration.split(" ", 1)[0] for c in picks}
+    d = next((x for x in setup.scenario.drafts if x.label in labels), None)
+    if len(labels) > 1 or d is None or any(_static_k(c.configuration) is None for c in picks):
+        return {"note": "the recommendation changes draft or runs a schedule within a range: configure each range "
+                        "by hand (no engine switches drafts by batch)"}
+    ranges: list[tuple[int, int, int]] = []
+    for i, c in enumerate(choices):
+        lo = 1 if i == 0 else int(choices[i - 1].load_to) + 1
+        hi = int(c.load_to) if i < len(choices) - 1 else setup.limits.max_num_seqs
+        ranges.append((lo, max(lo, hi), _static_k(c.configuration) or 0))
+    policy = Policy.of_ranges(0, ranges)
+    s = setup.scenario
+    return engine_configs(d.method, policy.as_bands(setup.limits.max_num_seqs).records(),
+                          d.model.name if d.model is not None else None, d.draft_tp, hopper_fa3=s.hardware.is_hopper)
+
+
+def frontier(setup: Setup, rates: Sequence[float] | None, concurrencies: Sequence[int] | None,
+             policies: Sequence[Policy] | None, drafts: Sequence[str] | None, client: str, n_jobs: int = 1,
+             num_prompts: int | None = None, progress: Callable[[int, int], None] | None = None,
+             margin: float = 0.01, joblib_backend: bool = False) -> Frontier:
+    """Sweep the load points with speculation off and on and read the frontier (module docstring); over forked
+    local workers (`sweep_many`), or joblib's configured backend (Dask, Ray) with `joblib_backend`."""
+    points = list(concurrencies or ()) + list(rates or ())
+    if len(points) > MAX_POINTS:
+        raise SpecsimError(f"at most {MAX_POINTS} load points, got {len(points)}")
+    pol = list(policies) if policies else None
+    if pol is not None and all(p.enabled for p in pol):
+        pol = [Policy.off(), *pol]  # the frontier is read against plain decoding
+    if joblib_backend:
+        frame = sweep_scenario(setup, rates, pol, drafts, n_jobs, progress, concurrencies, num_prompts)
+    else:  # forked local workers inherit the step tables and requests (nothing pickled per case)
+        cases, costs = sweep_cases(setup, rates, pol, drafts, concurrencies, num_prompts)
+        workers = None if n_jobs == -1 else n_jobs
+        frame = sweep_many([(cases, costs)], setup.slo, setup.pricing, workers)[0]
+    gpus = setup.gpus_per_replica
+    rows = client_frame(frame, gpus, client)
+    load = load_column(rows)
+    r = ratios(rows)
+    choices = recommend(rows, margin)
+    _, sources = setup.mix()
+    return Frontier(rows, r, crossovers(rows), choices, _engine_configs(setup, choices, load), client, gpus, load,
+                    sources)

@@ -1,0 +1,279 @@
+"""`specsim validate --serving`: the serving simulator against published serving measurements, speculation off and
+on (specsim/validation/data/serving.csv, each row naming its source; SERVING_SOURCES.md).
+
+Each row is one deployment at one load point. It is stated to the tool as the benchmark client ran it
+(`advise.benchmark`: the hardware, model, precision, engine, draft and k; closed-loop clients at the row's
+concurrency sending its number of prompts of its lengths and range ratio), simulated with speculation off and
+on, and compared, per source group:
+- the spec-on / spec-off ratio of output throughput and of mean TPOT at each load point (the answer: does it
+  pay, by how much);
+- absolute output throughput and mean TPOT of each arm;
+- the crossover concurrency of each deployment swept over several points (`simulate.frontier.crossover`): hit
+  when the predicted one is within one sweep step of the measured one (both None counts as a hit).
+Twice: with the source's measured acceptance length where it gives one (rows without are left out of that
+mode), and with the acceptance priors (every stated row; the task from the row's prompts). Nothing here is
+fitted: every figure is held out of every fit in the project.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from specsim.acceptance.priors import task_of_dataset
+from specsim.errors import SpecsimError
+from specsim.simulate.frontier import crossover
+
+MODES = ("measured", "priors")
+NEEDED = ("id", "group", "source", "hardware", "tp", "engine", "model", "weight_dtype", "kv_dtype", "draft", "k",
+          "client", "concurrency", "input_len", "output_len", "range_ratio", "num_prompts", "prompts",
+          "output_tok_s_off", "output_tok_s_on", "tpot_mean_ms_off", "tpot_mean_ms_on", "acceptance_length")
+#: prompts of random tokens (with or without the chat template) are priced with the chat prior (module docstring)
+RANDOM_TASK = "chat"
+#: Prompt tokens where a source does not state them (an assumption each row's output names): GSM8K test questions
+#: sent as raw text are a few sentences (the first, "Janet's ducks lay 16 eggs per day...", is 61 words, about 80
+#: tokens): 100; any other unstated prompt set (a fixed chat prompt, a benchmark's questions): a short chat prompt,
+#: 128. Both estimates; the measured rows bear them out (their throughput is concurrency / TPOT within a few
+#: percent, so prefill is a small share).
+UNSTATED_INPUT_TOKENS = {"dataset:gsm8k": 100}
+DEFAULT_UNSTATED_INPUT_TOKENS = 128
+
+
+def assumed_input_len(prompts: object) -> int:
+    return UNSTATED_INPUT_TOKENS.get(str(prompts), DEFAULT_UNSTATED_INPUT_TOKENS)
+
+
+def corpus_path() -> Path:
+    return Path(str(resources.files("specsim.validation"))) / "data" / "serving.csv"
+
+
+NUMERIC = ("tp", "k", "concurrency", "input_len", "output_len", "range_ratio", "num_prompts", "output_tok_s_off",
+           "output_tok_s_on", "tpot_mean_ms_off", "tpot_mean_ms_on", "acceptance_length")
+
+
+def load_corpus(path: Path | None = None) -> pd.DataFrame:
+    """The serving corpus (or a CSV in its columns); one line naming what is wrong."""
+    p = path or corpus_path()
+    if not p.is_file():
+        raise SpecsimError(f"{p}: no such file")
+    try:
+        frame = pd.read_csv(p)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise SpecsimError(f"{p}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in NEEDED if c not in frame.columns]
+    if missing:
+        raise SpecsimError(f"{p}: missing column(s) {', '.join(missing)} (a serving corpus needs {', '.join(NEEDED)})")
+    for col in NUMERIC:
+        converted = pd.to_numeric(frame[col], errors="coerce")
+        bad = converted.isna() & frame[col].notna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise SpecsimError(f"{p}: row {row + 2}: column '{col}' is not a number: {frame[col].iloc[row]!r}")
+        frame[col] = converted
+    if frame["id"].duplicated().any():
+        raise SpecsimError(f"{p}: duplicate id {frame['id'][frame['id'].duplicated()].iloc[0]!r}")
+    return frame
+
+
+def task_of_prompts(prompts: object) -> str:
+    """The acceptance prior's task for a row's prompts: a dataset's task, else chat (random tokens)."""
+    text = str(prompts or "")
+    if text.startswith("dataset:"):
+        return task_of_dataset(text.split(":", 1)[1]) or RANDOM_TASK
+    return RANDOM_TASK
+
+
+def _num(row: pd.Series, key: str) -> float | None:
+    v: Any = row.get(key)
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A row stated to the tool, or why it cannot be."""
+
+    row_id: str
+    flags: Any | None  # advise.benchmark.BenchmarkFlags
+    num_prompts: int | None
+    reason: str = ""
+
+
+def state(row: pd.Series, mode: str) -> Stated:
+    """The benchmark flags a row ran with (module docstring), or the reason it cannot be stated."""
+    from specsim.advise.benchmark import BenchmarkFlags
+    from specsim.drafts.registry import METHODS
+
+    rid = str(row["id"])
+    if str(row.get("dp_attention", "")).strip().lower() in ("true", "1", "yes"):
+        return Stated(rid, None, None, "data-parallel attention is not modelled yet (issue 20)")
+    if (_num(row, "ep") or 1) > 1:
+        return Stated(rid, None, None, "expert parallelism is not modelled yet (issue 20)")
+    if str(row["draft"]) not in METHODS:
+        return Stated(rid, None, None, f"draft method '{row['draft']}' is not modelled")
+    c, k = _num(row, "concurrency"), _num(row, "k")
+    if k is None and _num(row, "num_draft_tokens") is not None and (_num(row, "topk") or 1) == 1:
+        k = (_num(row, "num_draft_tokens") or 1) - 1  # SGLang's chain: the draft tokens count the root
+    if c is None or k is None:
+        return Stated(rid, None, None, "no concurrency" if c is None else "no draft length k")
+    length = _num(row, "acceptance_length")
+    if mode == "measured" and length is None:
+        return Stated(rid, None, None, "the source gives no acceptance length")
+    flags = BenchmarkFlags(
+        hardware=str(row["hardware"]), model=str(row["model"]), drafts=(str(row["draft"]),), tp=int(row["tp"]),
+        engine=str(row["engine"]), weight_dtype=str(row["weight_dtype"]),
+        kv_dtype=str(row["kv_dtype"]) if isinstance(row["kv_dtype"], str) else "bf16",  # unstated: the engines' auto
+        k=int(k), input_len=int(_num(row, "input_len") or assumed_input_len(row.get("prompts"))),
+        output_len=int(_num(row, "output_len") or 1024),
+        range_ratio=_num(row, "range_ratio"),
+        client=str(row["client"]) if str(row["client"]) in ("vllm", "sglang", "atom") else None,
+        task=task_of_prompts(row.get("prompts")),
+        acceptance_length=min(length, k + 1.0) if mode == "measured" and length is not None else None,
+        concurrency=(int(c),))
+    prompts = _num(row, "num_prompts")
+    return Stated(rid, flags, int(prompts) if prompts else None)
+
+
+def _short(message: str) -> str:
+    """A mapping error in a few words (an unknown model's message lists the whole catalogue)."""
+    text = message.removeprefix("command line: ")
+    return text.split(" (known:")[0].split("; known")[0][:120]
+
+
+def predict(corpus: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """One row per corpus row: the predicted output throughput and mean TPOT of both arms and the acceptance
+    length simulated, or the reason it was not stated. All rows' simulations run as one batch (forked workers)."""
+    from specsim.advise.benchmark import benchmark_scenario
+    from specsim.advise.simulation import make_setup, sweep_cases
+    from specsim.simulate.client import client_columns
+    from specsim.simulate.frontier import configuration
+    from specsim.simulate.sweep import SweepBatch
+    from specsim.step.policy import Policy
+
+    if mode not in MODES:
+        raise SpecsimError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    sweeps, meta, out = [], [], []
+    for _, row in corpus.iterrows():
+        st = state(row, mode)
+        if st.flags is None:
+            out.append({"id": st.row_id, "stated": False, "reason": st.reason})
+            continue
+        try:
+            setup = make_setup(benchmark_scenario(st.flags), policy=Policy.static(st.flags.k))
+            cases, costs = sweep_cases(setup, None, None, None, [st.flags.concurrency[0]], st.num_prompts)
+        except SpecsimError as exc:
+            out.append({"id": st.row_id, "stated": False, "reason": _short(str(exc))})
+            continue
+        sweeps.append((cases, costs))
+        meta.append((len(out), setup))
+        out.append({"id": st.row_id, "stated": True, "reason": ""})
+    frames = SweepBatch(sweeps).frames() if sweeps else []
+    for (at, setup), frame in zip(meta, frames, strict=True):
+        cols = client_columns(frame, setup.gpus_per_replica, "vllm")
+        labels = [configuration(d, p) for d, p in zip(frame["draft"], frame["policy"], strict=True)]
+        off = cols[[lab == "off" for lab in labels]].iloc[0]
+        on = cols[[lab != "off" for lab in labels]].iloc[0]
+        out[at].update({"pred_tok_s_off": off["output_tok_s"], "pred_tok_s_on": on["output_tok_s"],
+                        "pred_tpot_ms_off": off["tpot_mean_ms"], "pred_tpot_ms_on": on["tpot_mean_ms"],
+                        "pred_acceptance_length": on["acceptance_length"]})
+    return pd.DataFrame(out)
+
+
+def _err(pred: pd.Series, meas: pd.Series) -> pd.Series:
+    ok = pred.notna() & meas.notna() & (meas > 0)
+    return (pred[ok] / meas[ok] - 1.0).astype(float)
+
+
+def _summary(e: pd.Series) -> tuple[float, float]:
+    return (float(e.abs().median()), float(e.median())) if len(e) else (math.nan, math.nan)
+
+
+def _deployment(frame: pd.DataFrame) -> pd.Series:
+    """A key per deployment: every stated field but the load point and the figures."""
+    keys = [c for c in ("group", "hardware", "tp", "ep", "dp_attention", "engine", "engine_version", "model",
+                        "weight_dtype", "kv_dtype", "draft", "k", "input_len", "output_len", "range_ratio")
+            if c in frame.columns]
+    return frame[keys].apply(lambda col: col.map(str)).agg("|".join, axis=1)
+
+
+def crossover_hits(joined: pd.DataFrame) -> pd.DataFrame:
+    """Per deployment swept over 3 or more concurrencies: measured and predicted crossover, and whether the
+    prediction is within one sweep step of the measurement."""
+    rows = []
+    for key, g in joined.groupby(_deployment(joined), sort=False):
+        g = g.dropna(subset=["meas_ratio", "pred_ratio"]).sort_values("concurrency")
+        if len(g) < 3:
+            continue
+        x = g["concurrency"].to_numpy(float)
+        meas = crossover(x, g["meas_ratio"].to_numpy(float))
+        pred = crossover(x, g["pred_ratio"].to_numpy(float))
+        idx = {v: i for i, v in enumerate(x.tolist())}
+        top = len(x)  # 'still pays at the largest point' sits one step past the sweep
+        mi, pi = (top if meas is None else idx[meas]), (top if pred is None else idx[pred])
+        rows.append({"group": g["group"].iloc[0], "deployment": str(key), "points": len(g), "measured": meas,
+                     "predicted": pred, "hit": abs(mi - pi) <= 1})
+    return pd.DataFrame(rows, columns=["group", "deployment", "points", "measured", "predicted", "hit"])
+
+
+@dataclass(frozen=True, eq=False)
+class ServingScore:
+    """Per row (joined with its predictions), per group and mode, and the crossovers."""
+
+    rows: pd.DataFrame
+    groups: pd.DataFrame
+    crossovers: pd.DataFrame
+
+
+def score(corpus: pd.DataFrame, predictions: dict[str, pd.DataFrame]) -> ServingScore:
+    """The errors of each mode's predictions, per source group and overall (module docstring)."""
+    parts, groups, cross = [], [], []
+    for mode, pred in predictions.items():
+        j = corpus.merge(pred, on="id", how="left")
+        j["mode"] = mode
+        j["meas_ratio"] = j["output_tok_s_on"] / j["output_tok_s_off"]
+        j["pred_ratio"] = j["pred_tok_s_on"] / j["pred_tok_s_off"]
+        j["meas_tpot_ratio"] = j["tpot_mean_ms_on"] / j["tpot_mean_ms_off"]
+        j["pred_tpot_ratio"] = j["pred_tpot_ms_on"] / j["pred_tpot_ms_off"]
+        parts.append(j)
+        c = crossover_hits(j[j["stated"] == True])  # noqa: E712 (a column of booleans and NaN)
+        c["mode"] = mode
+        cross.append(c)
+        for name, g in [*j.groupby("group", sort=True), ("OVERALL", j)]:
+            s = g[g["stated"] == True]  # noqa: E712
+            tput = pd.concat([_err(s["pred_tok_s_off"], s["output_tok_s_off"]),
+                              _err(s["pred_tok_s_on"], s["output_tok_s_on"])])
+            tpot = pd.concat([_err(s["pred_tpot_ms_off"], s["tpot_mean_ms_off"]),
+                              _err(s["pred_tpot_ms_on"], s["tpot_mean_ms_on"])])
+            ratio, tratio = _err(s["pred_ratio"], s["meas_ratio"]), _err(s["pred_tpot_ratio"], s["meas_tpot_ratio"])
+            cg = c if name == "OVERALL" else c[c["group"] == name]
+            groups.append({
+                "mode": mode, "group": name, "rows": len(g), "stated": len(s),
+                "ratio_n": len(ratio), "ratio_abs": _summary(ratio)[0], "ratio_bias": _summary(ratio)[1],
+                "tpot_ratio_n": len(tratio), "tpot_ratio_abs": _summary(tratio)[0],
+                "tpot_ratio_bias": _summary(tratio)[1],
+                "tput_abs": _summary(tput)[0], "tput_bias": _summary(tput)[1],
+                "tpot_abs": _summary(tpot)[0], "tpot_bias": _summary(tpot)[1],
+                "crossover_hits": int(cg["hit"].sum()) if len(cg) else 0, "crossover_n": len(cg)})
+    return ServingScore(pd.concat(parts, ignore_index=True), pd.DataFrame(groups),
+                        pd.concat(cross, ignore_index=True) if cross else pd.DataFrame())
+
+
+def validate_serving(path: Path | None = None) -> ServingScore:
+    """Every row of the corpus (or a CSV in its columns) predicted in both modes and scored."""
+    corpus = load_corpus(path)
+    return score(corpus, {mode: predict(corpus, mode) for mode in MODES})
+
+
+def reasons(s: ServingScore) -> pd.Series:
+    """How many rows each reason left unstated (priors mode: every row the tool could state)."""
+    r = s.rows[(s.rows["mode"] == "priors") & (s.rows["stated"] != True)]  # noqa: E712
+    return r["reason"].value_counts() if len(r) else pd.Series(dtype=int)
+
