@@ -71,9 +71,20 @@ def _curve_start_rps(a: Any) -> float:
 
 
 def _describe_arrivals(setup: Setup) -> str:
-    from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
+    from specsim.scenario.traffic import Saturated
 
     a = setup.traffic.arrivals
+    clients = setup.traffic.concurrency
+    if isinstance(a, Saturated):
+        return f"{clients} closed-loop clients (--max-concurrency {clients} --request-rate inf)"
+    return _open_arrivals(a) + (f", at most {clients} in flight (--max-concurrency {clients})" if clients else "")
+
+
+def _open_arrivals(a: Any) -> str:
+    from specsim.scenario.traffic import Constant, Gamma, Poisson, RateCurve, TraceArrivals
+
+    if isinstance(a, Constant):
+        return f"evenly spaced at {a.rate_rps:g} requests/s"
     if isinstance(a, Poisson):
         return f"Poisson at {a.rate_rps:g} requests/s"
     if isinstance(a, Gamma):

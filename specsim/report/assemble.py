@@ -73,7 +73,12 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
         if runs is not None and runs.batch is not None:
             runs.batch.close()
     if serving is not None:
+        from specsim.report.sections.serving import frontier_section
+
         sections.append(serving)
+        front = frontier_section(c, runs)
+        if front is not None:
+            sections.append(front)
     tick(STEPS[9])
     sections.append(provenance_section(c, reference))
     return c, sections

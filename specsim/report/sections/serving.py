@@ -33,6 +33,8 @@ REPORT_TOKENS = 400_000
 HOUR_REQUESTS = 200
 #: Rates of the latency curve, as multiples of the scenario's simulated rate.
 RATE_MULTIPLES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+#: Closed-loop concurrencies of the throughput-interactivity frontier (at most the engine's max_num_seqs).
+FRONTIER_CONCURRENCY = (1, 4, 16, 64, 256)
 
 
 def _setup(c: Ctx) -> Setup | None:
@@ -155,6 +157,8 @@ class ServingRuns:
     rate: float = math.nan
     hours: tuple[np.ndarray, list[SweepCase], StepTable] | None = None
     batch: SweepBatch | None = None
+    frontier_at: int = -1  # the index of the concurrency sweep's frame in the batch (-1: none)
+    collected: list[pd.DataFrame] = dataclasses.field(default_factory=list)  # the batch's frames, once collected
 
 
 def start_serving(c: Ctx) -> ServingRuns:
@@ -175,8 +179,13 @@ def start_serving(c: Ctx) -> ServingRuns:
     hour_cases = _hour_cases(setup)
     if hour_cases is not None:
         batches.append((hour_cases[1], hour_cases[2]))
+    frontier_at = -1
+    if setup.policy.enabled:  # the frontier: closed-loop clients at each concurrency, off and on
+        clients = [x for x in FRONTIER_CONCURRENCY if x <= setup.limits.max_num_seqs]
+        batches.append(sweep_cases(setup, concurrencies=clients))
+        frontier_at = len(batches) - 1
     batch = SweepBatch(batches, setup.slo, setup.pricing)  # the report's simulations, over the CPUs
-    return ServingRuns(setup, "", outcome, rate, hour_cases, batch)
+    return ServingRuns(setup, "", outcome, rate, hour_cases, batch, frontier_at)
 
 
 def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
@@ -188,6 +197,7 @@ def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
         return None
     setup, outcome, rate, hour_cases = runs.setup, runs.outcome, runs.rate, runs.hours
     frames = runs.batch.frames()
+    runs.collected[:] = frames  # the frontier section reads its frame from the same batch
     by_rate = frames[0]
     hours = None if hour_cases is None else _hour_rows(setup, hour_cases[0], frames[1])
     window = {r.policy.label: r.metrics.timeseries for r in outcome.runs if r.metrics.timeseries is not None}
@@ -231,3 +241,33 @@ def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
                                      "the decode batch over the simulated window."))
     return Section("Serving simulation", "\n".join(text), fig, "serving",
                    "Latency percentiles against the arrival rate, and the batch over the day", after)
+
+
+def frontier_section(c: Ctx, runs: ServingRuns | None) -> Section | None:
+    """Throughput per GPU against interactivity, closed-loop clients at each concurrency with speculation off and
+    on (the simulate command's frontier, on the scenario's lengths, draft and policy); None without one."""
+    from specsim.advise.benchmark import client_frame
+    from specsim.report.figures.frontier import frontier
+    from specsim.simulate.frontier import crossovers, recommend
+
+    if runs is None or runs.setup is None or runs.frontier_at < 0 or not runs.collected:
+        return None
+    frames = runs.collected
+    setup = runs.setup
+    rows = client_frame(frames[runs.frontier_at], setup.gpus_per_replica, "vllm")
+    cross = crossovers(rows)
+    fig = frontier(rows, "concurrency", cross, c.title)
+    picks = recommend(rows)
+    table = [[f"{p.load_from:g}" if p.load_from == p.load_to else f"{p.load_from:g}-{p.load_to:g}",
+              p.configuration, "-" if p.configuration == "off" else f"{p.gain:.2f}x"] for p in picks]
+    stops = "; ".join(f"{name}: " + ("still pays at concurrency " + f"{max(rows['concurrency']):g}" if at is None
+                                     else f"stops paying at concurrency {at:g}") for name, at in cross.items())
+    body = ("Closed-loop clients, as serving benchmarks run them (`--max-concurrency N --request-rate inf`, the "
+            "scenario's prompt and output lengths, 10 requests per client): output tokens/s per GPU against "
+            "tokens/s per user, one curve per configuration (`specsim simulate SCENARIO --concurrency "
+            f"{','.join(str(int(x)) for x in sorted(rows['concurrency'].unique()))} --plot frontier.png`). {stops}."
+            "\n\n" + md_table(["concurrency", "run", "output tok/s vs off"], table))
+    return Section("Throughput against interactivity", body, fig, "frontier",
+                   "Output tokens/s per GPU against tokens/s per user, speculation off and on",
+                   "Each point is one concurrency; where the speculating curve falls below plain decoding's at the "
+                   "same concurrency, speculation has stopped paying.")
