@@ -139,8 +139,9 @@ def test_html_is_self_contained(path: Path, tmp_path_factory: pytest.TempPathFac
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', page)
     pngs = sorted((out / "figures").glob("*.png"))
-    # seven sections draw a figure; the serving simulation adds one where the scenario has traffic
-    assert len(srcs) == len(pngs) == (8 if "traffic" in load_scenario(path).raw else 7)
+    # seven sections draw a figure; with traffic, the serving simulation and the throughput-interactivity
+    # frontier add one each
+    assert len(srcs) == len(pngs) == (9 if "traffic" in load_scenario(path).raw else 7)
     embedded = {base64.b64decode(src.removeprefix("data:image/png;base64,")) for src in srcs}
     assert all(src.startswith("data:image/png;base64,") for src in srcs)
     assert embedded == {p.read_bytes() for p in pngs}

@@ -37,8 +37,8 @@ def frontier(rows: pd.DataFrame, load: str, crossovers: Mapping[str, float | Non
         if at is not None:
             hit = part[np.isclose(part[load].to_numpy(float), at)]
             ax.plot(hit["per_user_tok_s"], hit["output_tok_s_per_gpu"], "o", ms=11, mfc="none", mec=colour, mew=1.5)
-    ax.set_xlabel("interactivity (output tokens/s per user, 1000 / median TPOT)")
-    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_xlabel("interactivity: output per user, 1000 / median TPOT (tokens/s)")
+    ax.set_ylabel("output throughput per GPU (tokens/s)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
