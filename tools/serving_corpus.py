@@ -57,6 +57,7 @@ COLUMNS = [
     "num_prompts",
     "prompts",
     "ignore_eos",
+    "max_num_seqs",
     "output_tok_s_off",
     "output_tok_s_on",
     "tpot_mean_ms_off",
@@ -443,6 +444,7 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
     "dspark:Qwen/Qwen3-32B": dict(
         slug="qwen3-32b-bf16-tp8-x14b",
         group="dspark-a30",
+        max_num_seqs=16,
         source=(
             "github.com/xuhuan51/dspark-spec-serving-benchmark reports/vllm026_dspark_32b_cross_target.md "
             "(2026-08-05), table 'Qwen3-32B BF16, TP8'; results/vllm026_qwen3_32b_dspark_cross_target.csv "
@@ -481,6 +483,7 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
     "dspark:Qwen3-32B-W4A16-AWQ": dict(
         slug="qwen3-32b-awq-tp4-x14b",
         group="dspark-a30",
+        max_num_seqs=16,
         source=(
             "github.com/xuhuan51/dspark-spec-serving-benchmark reports/vllm026_dspark_32b_cross_target.md "
             "(2026-08-05), table 'Qwen3-32B INT4, TP4'; results/vllm026_qwen3_32b_dspark_cross_target.csv "
@@ -602,6 +605,7 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
     "dsv4mi355": dict(
         slug="dsv4-pro-eagle1",
         group="sglang-dsv4-mi355x",
+        max_num_seqs=8,
         source=(
             "engineering note 'DeepSeek-V4-Pro single-step MTP (EAGLE) on ROCm / MI355X (gfx950)', "
             "'Measured speedup' table (GitHub index file id 61471290779; repository not resolved)"

@@ -137,7 +137,7 @@ def state(row: pd.Series, mode: str) -> Stated:
         client=str(row["client"]) if str(row["client"]) in ("vllm", "sglang", "atom") else None,
         task=task_of_prompts(row.get("prompts")),
         acceptance_length=min(length, k + 1.0) if mode == "measured" and length is not None else None,
-        concurrency=(int(c),))
+        max_num_seqs=int(_num(row, "max_num_seqs") or 0) or None, concurrency=(int(c),))
     prompts = _num(row, "num_prompts")
     return Stated(rid, flags, int(prompts) if prompts else None)
 
