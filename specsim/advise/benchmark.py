@@ -10,6 +10,7 @@ k) and a benchmark client's (input / output length, range ratio, number of promp
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,32 @@ from specsim.simulate.client import CLIENT_COLUMNS, client_columns, itl_definiti
 from specsim.simulate.frontier import OFF, Choice, configuration, crossovers, load_column, ratios, recommend
 from specsim.simulate.sweep import sweep_many
 from specsim.step.policy import Policy
+
+#: What a benchmark's prompts are (`--prompts`): raw random token ids, random ids wrapped in the chat template
+#: (ATOM's `--use-chat-template`), or a dataset / task name (its acceptance prior).
+RANDOM_PROMPTS = ("random", "random-chat")
+#: Said whenever the prompts are random tokens: no acceptance prior was measured on them.
+RANDOM_NOTE = ("prompts of random tokens: acceptance from the chat prior (no prior is measured on random tokens); "
+               "SPEED-Bench (arXiv:2604.09557) measured random-token prompts overstating speculative throughput "
+               "by about 23% against real text, so a benchmark run on them may beat this answer")
+
+
+def prompts_task(prompts: str | None, task: str | None = None) -> tuple[str | None, str | None]:
+    """(the acceptance prior's task, a note) for a benchmark's prompts: a task given wins; random tokens take the
+    chat prior with RANDOM_NOTE; a dataset its task (`task_of_dataset`)."""
+    from specsim.acceptance.priors import TASKS, task_of_dataset
+
+    if prompts is None:
+        return task, None
+    text = prompts.strip().lower().removeprefix("dataset:")
+    if text in RANDOM_PROMPTS:
+        return task or "chat", RANDOM_NOTE
+    found = task_of_dataset(text)
+    if found is None:
+        raise SpecsimError(f"--prompts: {prompts!r} is neither random, random-chat, a task ({', '.join(TASKS)}) "
+                           "nor a dataset the priors know")
+    return task or found, None
+
 
 #: each engine's own benchmark client (which measured its published figures), for ITL and range-ratio semantics
 ENGINE_CLIENT = {"vllm": "vllm", "sglang": "sglang", "atom": "atom"}
@@ -50,6 +77,7 @@ class BenchmarkFlags:
     client: str | None = None
     task: str | None = None
     acceptance_length: float | None = None
+    prompts: str | None = None
     max_num_seqs: int | None = None
     concurrency: tuple[int, ...] = (1,)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -109,9 +137,13 @@ def benchmark_scenario(f: BenchmarkFlags) -> Scenario:
     }
     if f.engine is not None:
         data["engine"] = f.engine
-    if f.task is not None:
-        data["task"] = f.task
-    return parse_scenario(data, "command line")
+    task, _ = prompts_task(f.prompts, f.task)
+    if task is not None:
+        data["task"] = task
+    s = parse_scenario(data, "command line")
+    assert s.serving is not None
+    # the engine's own limits apply unless --max-num-seqs was given (max_num_seqs above only sizes the run)
+    return dataclasses.replace(s, serving=dataclasses.replace(s.serving, seqs_given=f.max_num_seqs is not None))
 
 
 @dataclass(frozen=True, eq=False)

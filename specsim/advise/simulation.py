@@ -122,8 +122,14 @@ class Setup:
         return self._kv[key]
 
     def engine(self, policy: Policy | None = None, draft: Draft | None = None) -> EngineConfig:
+        """The scheduler's limits for a policy: the scenario's, with the engine's own cap on running requests under
+        speculation where the scenario sets no max_num_seqs (SGLang: 48, `EngineProfile.spec_max_running`)."""
         p = self.policy if policy is None else policy
-        return EngineConfig(self.limits.max_num_seqs, self.limits.max_num_batched_tokens, self.kv_tokens(p, draft), p)
+        seqs = self.limits.max_num_seqs
+        cap = self.scenario.engine.spec_max_running
+        if p.enabled and cap and not self.limits.seqs_given:
+            seqs = min(seqs, cap)
+        return EngineConfig(seqs, self.limits.max_num_batched_tokens, self.kv_tokens(p, draft), p)
 
     @property
     def gpus_per_replica(self) -> int:

@@ -108,6 +108,9 @@ def simulate(
                            ] = None,
     task: Annotated[str | None, typer.Option("--task", help="without a scenario: the prompts' task, for the "
                                                             "acceptance prior (chat, code, math, ...)")] = None,
+    prompts: Annotated[str | None, typer.Option("--prompts", help="without a scenario: what the benchmark sends: "
+                                                                  "random | random-chat | a dataset (gsm8k, "
+                                                                  "mt-bench, humaneval, ...); sets the prior")] = None,
     acceptance_length: Annotated[float | None, typer.Option(
         "--acceptance-length", help="without a scenario: measured tokens per step at -k (bonus included), "
                                     "instead of the prior")] = None,
@@ -126,6 +129,7 @@ def simulate(
     if scenario is None:
         flags = _benchmark_flags(hardware, model, draft, tp, engine, weight_dtype_, kv_dtype, k, input_len,
                                  output_len, range_ratio, client, task, acceptance_length, max_num_seqs, opts)
+        flags = dataclasses.replace(flags, prompts=prompts)
         s = overridden(_benchmark_scenario(flags), cost_model, None)
         labels = [d.label for d in s.drafts]
         drafts: list[str] | None = labels
@@ -135,7 +139,8 @@ def simulate(
 
             opts = dataclasses.replace(opts, policy=Policy.static(k))
     else:
-        _no_benchmark_flags(hardware=hardware, model=model, k=k, task=task, acceptance_length=acceptance_length,
+        _no_benchmark_flags(hardware=hardware, model=model, k=k, task=task, prompts=prompts,
+                            acceptance_length=acceptance_length,
                             max_num_seqs=max_num_seqs, weight_dtype=weight_dtype_, tp=tp, kv_dtype=kv_dtype,
                             input_len=input_len, output_len=output_len, range_ratio=range_ratio)
         from specsim.scenario.scenario import load_scenario
@@ -152,7 +157,9 @@ def simulate(
                                          seed=seed, draft=draft, compare=compare, target_rate=target_rate,
                                          max_replicas=max_replicas)
     if opts.frontier or scenario is None:
-        emit_frontier(setup, result, fmt, opts.plot)
+        from specsim.advise.benchmark import prompts_task
+
+        emit_frontier(setup, result, fmt, opts.plot, [n for n in (prompts_task(prompts)[1],) if n])
         return
     if frame is not None:  # printed once the progress bar is gone
         emit_sweep(setup, frame, fmt, opts.rates)
@@ -185,9 +192,11 @@ def _benchmark_flags(hardware: str | None, model: str | None, draft: str | None,
         raise SpecsimError(f"--tp must be in [1, 64], got {tp}")
     assert hardware and model and draft
     points = tuple(opts.concurrency or (DEFAULT_CONCURRENCY if not opts.rates else (1,)))
-    return BenchmarkFlags(hardware, model, tuple(x.strip() for x in draft.split(",") if x.strip()), tp, engine,
-                          resolve_weight_dtype(weight_dtype, None), kv_dtype, k, input_len, output_len, range_ratio,
-                          client, task, acceptance_length, max_num_seqs, points)
+    return BenchmarkFlags(hardware, model, tuple(x.strip() for x in draft.split(",") if x.strip()), tp=tp,
+                          engine=engine, weight_dtype=resolve_weight_dtype(weight_dtype, None), kv_dtype=kv_dtype, k=k,
+                          input_len=input_len, output_len=output_len, range_ratio=range_ratio, client=client,
+                          task=task, acceptance_length=acceptance_length, max_num_seqs=max_num_seqs,
+                          concurrency=points)
 
 
 def _benchmark_scenario(flags: BenchmarkFlags) -> Scenario:

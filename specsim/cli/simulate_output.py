@@ -452,7 +452,7 @@ def _frontier_lines(f: Frontier) -> list[str]:
     return lines
 
 
-def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None) -> None:
+def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None, notes: list[str] | None = None) -> None:
     """A load sweep as benchmarks report it: one row per (configuration, load point), the crossovers, the
     recommendation; --plot draws the frontier."""
     rows = f.rows.merge(f.ratios, on=["configuration", f.load], how="left")
@@ -478,7 +478,7 @@ def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None) -> Non
                     "recommendation": [{"from": c.load_from, "to": c.load_to, "configuration": c.configuration,
                                         "gain": c.gain} for c in f.choices],
                     "engine_configs": f.configs, "acceptance_sources": list(f.acceptance_sources),
-                    "notes": list(setup.notes)})
+                    "notes": [*setup.notes, *(notes or [])]})
         return
     groups = [(name, rows[rows["configuration"] == name]) for name in dict.fromkeys(rows["configuration"])]
     heads = [f.load if f.load == "concurrency" else "rate (req/s)", *(c[1] for c in FRONTIER_COLUMNS)]
@@ -496,5 +496,5 @@ def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None) -> Non
         print_rows_table("speculation off" if name == "off" else name, heads, table, text_columns=0)
     for line in lines:
         con.print(line, markup=False)
-    for note in setup.notes:
+    for note in [*setup.notes, *(notes or [])]:
         con.print(f"note: {note}", style="yellow", markup=False)

@@ -100,6 +100,9 @@ class EngineProfile:
     ngram_fixed_us: float  # host n-gram proposer: fixed cost per step
     ngram_ns_per_context_token: float  # host n-gram proposer: scan cost per context token
     ngram_empty_drafts: bool  # a request without an n-gram match verifies only its own token (else k + 1)
+    #: the running requests the engine allows when speculating unless the user sets a limit (0: no such cap):
+    #: SGLang resets max_running_requests to 48 for EAGLE / NGRAM
+    spec_max_running: int = 0
     sources: dict[str, str] = field(default_factory=dict)
     source_path: str = ""  # the YAML read (`engines show` names it apart from the profile's figures)
     #: Eager research loops only: kernel / view / host-tensor ops per cycle as a + b x layers, measured per
@@ -173,7 +176,7 @@ def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     unknown = set(data) - known
     if unknown:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(known))})")
-    missing = sorted(known - set(data) - {"sources", "eager_loop"})
+    missing = sorted(known - set(data) - {"sources", "eager_loop", "spec_max_running"})
     if missing:
         raise SpecsimError(f"{where}: missing field(s) {missing}")
     values: dict[str, Any] = {}  # the numbers, flags and kinds, checked (EngineProfile's keyword arguments)
@@ -203,6 +206,12 @@ def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     unsourced = [k for k in needed if not str(sources.get(k, "")).strip()]
     if unsourced:
         raise SpecsimError(f"{where}: every number needs a source; missing sources for {unsourced}")
+    cap = data.get("spec_max_running", 0)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+        raise SpecsimError(f"{where}: field 'spec_max_running' must be an integer >= 0 (0: no cap), got {cap!r}")
+    if cap and not str(sources.get("spec_max_running", "")).strip():
+        raise SpecsimError(f"{where}: every number needs a source; missing sources for ['spec_max_running']")
+    values["spec_max_running"] = cap
     eager = _eager_loop(data.get("eager_loop"), where) if data.get("eager_loop") is not None else None
     return EngineProfile(name=str(data["name"]), description=str(data["description"]), version=str(data["version"]),
                          graph_sizes=tuple(int(s) for s in sizes), sources={str(k): str(v) for k, v in sources.items()},

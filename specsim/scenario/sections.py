@@ -349,6 +349,7 @@ class ServingSpec:
     gpus_per_replica: int | None
     draft: str | None = None  # the scenario draft simulated (its label); None: the analytic plan's choice
     plan_policy: bool = False  # speculation absent or 'plan': the analytic plan's policy for the draft
+    seqs_given: bool = False  # max_num_seqs was set (else an engine's own cap under speculation applies)
 
     def engine(self, kv_capacity_tokens: int | None = None) -> EngineConfig:
         """EngineConfig with the file's KV capacity, else the one given (from the memory model)."""
@@ -389,7 +390,7 @@ def parse_serving(raw: object, where: Where) -> ServingSpec:
                   _number(s, "tpot_ms", w, lo=0, strict_lo=True) / 1e3, pct)
     rate = _number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
     gpus = _number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
-    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan)
+    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan, "max_num_seqs" in raw)
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,11 @@ def state(row: pd.Series, mode: str) -> Stated:
     length = _num(row, "acceptance_length")
     if mode == "measured" and length is None:
         return Stated(rid, None, None, "the source gives no acceptance length")
+    if mode == "measured" and str(row["engine"]) == "vllm" and str(row["draft"]) == "ngram":
+        # vLLM's mean acceptance length is 1 + accepted / num_drafts, num_drafts counting only the request-steps
+        # that had an n-gram match (v1/spec_decode/metrics.py, core/sched/scheduler.py at v0.28.0): not tokens
+        # per step unless the share of steps with a draft is known
+        return Stated(rid, None, None, "vLLM's n-gram acceptance length counts only steps with a draft")
     flags = BenchmarkFlags(
         hardware=str(row["hardware"]), model=str(row["model"]), drafts=(str(row["draft"]),), tp=int(row["tp"]),
         engine=str(row["engine"]), weight_dtype=str(row["weight_dtype"]),

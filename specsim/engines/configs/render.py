@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from specsim.engines.configs.atom import ATOM_METHOD, atom_config
 from specsim.engines.configs.bands import Bands, Speculation
 from specsim.engines.configs.sglang import SGLANG_ALGO, sglang_config
 from specsim.engines.configs.trtllm import TRTLLM_TYPE, trtllm_config
@@ -12,9 +13,9 @@ from specsim.records import Json
 
 #: each engine's writer, in the order the configurations are written
 ENGINES: dict[str, Callable[[Speculation], Json]] = {"vllm": vllm_config, "trtllm": trtllm_config,
-                                                     "sglang": sglang_config}
+                                                     "sglang": sglang_config, "atom": atom_config}
 #: the methods each engine runs
-ENGINE_METHODS = (VLLM_METHOD, TRTLLM_TYPE, SGLANG_ALGO)
+ENGINE_METHODS = (VLLM_METHOD, TRTLLM_TYPE, SGLANG_ALGO, ATOM_METHOD)
 
 
 def _note(bands: Bands) -> str:

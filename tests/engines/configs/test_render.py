@@ -17,6 +17,21 @@ def test_engines_in_order_and_the_note() -> None:
 
 
 def test_without_speculation_every_engine_is_off() -> None:
-    off = {"vllm": None, "trtllm": None, "sglang": None, "note": "no speculation: leave speculative decoding off"}
+    off = {"vllm": None, "trtllm": None, "sglang": None, "atom": None,
+           "note": "no speculation: leave speculative decoding off"}
     assert render_configs(Speculation("eagle3", Bands.of([Band(1, 64, 0), Band(65, 99, -1)]))) == off
     assert render_configs(Speculation("none", Bands.of([Band(1, 64, 3)]))) == off
+
+
+def test_atom_flags_per_band_and_its_chain_limit() -> None:
+    """ATOM's server flags (atom/engine/arg_utils.py): --method, --num-speculative-tokens (at most 4 for MTP),
+    one server per band; EAGLE-3 names its draft model; n-gram has no ATOM method."""
+    cfg = render_configs(Speculation("mtp", Bands.of([Band(1, 16, 6), Band(17, 128, 2), Band(129, 512, 0)])))
+    atom = cfg["atom"]
+    assert isinstance(atom, dict)
+    assert atom["--method"] == "mtp" and atom["--num-speculative-tokens"] == 4  # 6 cut to ATOM's max_spec
+    assert [b["--num-speculative-tokens"] for b in atom["by_batch"]] == [4, 2]
+    assert "at most 4" in atom["caveat"]
+    eagle = render_configs(Speculation("eagle3", Bands.of([Band(1, 64, 3)]), draft_model="org/head"))["atom"]
+    assert eagle == {"--method": "eagle3", "--num-speculative-tokens": 3, "--draft-model": "org/head"}
+    assert render_configs(Speculation("ngram", Bands.of([Band(1, 64, 3)])))["atom"] is None
