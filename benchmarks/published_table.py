@@ -26,7 +26,8 @@ def main() -> None:
         if g["n"]:
             by.setdefault(g["group"], {})[g["mode"]] = g
             meta[g["group"]] = g
-    print("| group | role | hardware | measured acceptance: n, median \\|error\\| / bias | priors: n, median \\|error\\| / bias |")
+    print("| group | role | hardware | measured acceptance: n, median \\|error\\| / bias "
+          "| priors: n, median \\|error\\| / bias |")
     print("|---|---|---|---|---|")
     for name in sorted(by, key=lambda n: (meta[n]["role"] != "fit", n)):
         g = meta[name]

@@ -66,7 +66,7 @@ def test_crossover_hit_within_one_sweep_step() -> None:
     stops_at_8 = [2.0, 0.9, 0.8, 0.7, 0.6]
     assert crossover_hits(frame(stops_at_32, stops_at_16))["hit"].item()  # one step early
     assert not crossover_hits(frame(stops_at_32, stops_at_8))["hit"].item()  # two steps early
-    assert crossover_hits(frame(stops_at_32[:4] + [1.01], pays))["hit"].item()  # pays at the end: one past it
+    assert crossover_hits(frame([*stops_at_32[:4], 1.01], pays))["hit"].item()  # pays at the end: one past it
     assert crossover_hits(frame(pays, pays))["hit"].item()
     assert not crossover_hits(frame(pays, stops_at_16))["hit"].item()
 
