@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -80,7 +80,9 @@ def _check_positive(name: str, value: float) -> None:
 
 
 @dataclass(frozen=True)
-class Poisson:
+class _Steady:
+    """A steady arrival rate (requests/s): what Poisson, gamma and constant arrivals share."""
+
     rate_rps: float
 
     def __post_init__(self) -> None:
@@ -90,34 +92,31 @@ class Poisson:
     def mean_rate_rps(self) -> float:
         return float(self.rate_rps)
 
-    def scaled(self, factor: float) -> Poisson:
-        return Poisson(self.rate_rps * factor)
+    def scaled(self, factor: float) -> Self:
+        return replace(self, rate_rps=self.rate_rps * factor)
 
-    def times(self, rng: np.random.Generator, n: int | None, duration_s: float | None) -> FloatArray:
-        return _unit_renewal(rng, 1.0, n, None if duration_s is None else duration_s * self.rate_rps) / self.rate_rps
+    def _horizon(self, duration_s: float | None) -> float | None:
+        return None if duration_s is None else duration_s * self.rate_rps
 
 
 @dataclass(frozen=True)
-class Gamma:
+class Poisson(_Steady):
+    def times(self, rng: np.random.Generator, n: int | None, duration_s: float | None) -> FloatArray:
+        return _unit_renewal(rng, 1.0, n, self._horizon(duration_s)) / self.rate_rps
+
+
+@dataclass(frozen=True)
+class Gamma(_Steady):
     """Gamma-distributed gaps: mean 1/rate_rps, coefficient of variation cv (1 = Poisson)."""
 
-    rate_rps: float
     cv: float = 1.0
 
     def __post_init__(self) -> None:
-        _check_positive("rate_rps", self.rate_rps)
+        super().__post_init__()
         _check_positive("cv", self.cv)
 
-    @property
-    def mean_rate_rps(self) -> float:
-        return float(self.rate_rps)
-
-    def scaled(self, factor: float) -> Gamma:
-        return Gamma(self.rate_rps * factor, self.cv)
-
     def times(self, rng: np.random.Generator, n: int | None, duration_s: float | None) -> FloatArray:
-        horizon = None if duration_s is None else duration_s * self.rate_rps
-        return _unit_renewal(rng, self.cv, n, horizon) / self.rate_rps
+        return _unit_renewal(rng, self.cv, n, self._horizon(duration_s)) / self.rate_rps
 
 
 @dataclass(frozen=True)
@@ -230,20 +229,8 @@ class TraceArrivals:
 
 
 @dataclass(frozen=True)
-class Constant:
+class Constant(_Steady):
     """Arrivals every 1 / rate_rps seconds, the first at 0."""
-
-    rate_rps: float
-
-    def __post_init__(self) -> None:
-        _check_positive("rate_rps", self.rate_rps)
-
-    @property
-    def mean_rate_rps(self) -> float:
-        return float(self.rate_rps)
-
-    def scaled(self, factor: float) -> Constant:
-        return Constant(self.rate_rps * factor)
 
     def times(self, rng: np.random.Generator, n: int | None, duration_s: float | None) -> FloatArray:
         count = n if n is not None else math.floor((duration_s or 0.0) * self.rate_rps) + 1

@@ -3,6 +3,7 @@ one row per published configuration, each naming its source. Loading checks the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -25,17 +26,22 @@ def corpus_path() -> Path:
 
 def load_corpus(path: str | Path | None = None) -> pd.DataFrame:
     """The corpus as a DataFrame with numeric columns as floats; SpecsimError names a bad file or column."""
-    p = Path(path) if path is not None else corpus_path()
+    return read_table(Path(path) if path is not None else corpus_path(), COLUMNS, NUMERIC)
+
+
+def read_table(p: Path, columns: Sequence[str], numeric: Sequence[str]) -> pd.DataFrame:
+    """A corpus CSV with its `columns` present, `numeric` ones as floats and unique ids; SpecsimError names a bad
+    file, column or row (the published and the serving corpora)."""
     if not p.is_file():
         raise SpecsimError(f"{p}: no such file")
     try:
         df = pd.read_csv(p)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise SpecsimError(f"{p}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-    missing = [c for c in COLUMNS if c not in df.columns]
+    missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise SpecsimError(f"{p}: missing column(s) {missing}")
-    for col in NUMERIC:
+        raise SpecsimError(f"{p}: missing column(s) {', '.join(missing)}")
+    for col in numeric:
         converted = pd.to_numeric(df[col], errors="coerce")
         bad = converted.isna() & df[col].notna()
         if bad.any():

@@ -58,26 +58,9 @@ NUMERIC = ("tp", "k", "concurrency", "input_len", "output_len", "range_ratio", "
 
 def load_corpus(path: Path | None = None) -> pd.DataFrame:
     """The serving corpus (or a CSV in its columns); one line naming what is wrong."""
-    p = path or corpus_path()
-    if not p.is_file():
-        raise SpecsimError(f"{p}: no such file")
-    try:
-        frame = pd.read_csv(p)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise SpecsimError(f"{p}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-    missing = [c for c in NEEDED if c not in frame.columns]
-    if missing:
-        raise SpecsimError(f"{p}: missing column(s) {', '.join(missing)} (a serving corpus needs {', '.join(NEEDED)})")
-    for col in NUMERIC:
-        converted = pd.to_numeric(frame[col], errors="coerce")
-        bad = converted.isna() & frame[col].notna()
-        if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise SpecsimError(f"{p}: row {row + 2}: column '{col}' is not a number: {frame[col].iloc[row]!r}")
-        frame[col] = converted
-    if frame["id"].duplicated().any():
-        raise SpecsimError(f"{p}: duplicate id {frame['id'][frame['id'].duplicated()].iloc[0]!r}")
-    return frame
+    from specsim.validation.corpus import read_table
+
+    return read_table(path or corpus_path(), NEEDED, NUMERIC)
 
 
 def task_of_prompts(prompts: object) -> str:
