@@ -84,8 +84,25 @@ FLAG_ORDER = ("SLOWDOWN", "CONFOUNDED", "SECONDARY")
 
 # --------------------------------------------------------------------------------------------------
 # Deployments behind the dev rows (our own mapping; see SERVING_SOURCES.md for the reasoning).
+# One shared base per deployment family; each deployment states only what differs from it.
 # `num_prompts_per_conc`: the client sends that many prompts per unit of concurrency.
 # --------------------------------------------------------------------------------------------------
+
+
+def _gpus(n: int) -> dict[str, int]:
+    """`n` GPUs, tensor-parallel across all of them (every dev deployment)."""
+    return dict(num_gpus=n, tp=n)
+
+
+#: no expert parallelism, no data-parallel attention
+_NO_EP = dict(ep=1, dp_attention=False)
+#: the target checkpoint's own multi-token-prediction layer as the drafter
+_MTP = dict(draft="mtp", draft_model="in-checkpoint MTP layer")
+#: vLLM on one node at its 16-bit defaults, driven by the publisher's own client
+_VLLM_BF16 = dict(_NO_EP, engine="vllm", weight_dtype="bf16", kv_dtype="bf16", client="custom")
+_DSV4_PRO_NATIVE = "fp8_block,experts=mxfp4,head=bf16"
+
+# ATOM's own CI dashboard on MI355X: native ATOM (May and August runs) and ATOM-SGLang.
 _ATOM_DASH = "ROCm/ATOM gh-pages benchmark-dashboard/data.js"
 _ATOM_MAY = (
     f"{_ATOM_DASH} @ fd479fe9c4ac293b567154c1dc4326ae38762487 (rocm.github.io/ATOM/benchmark-dashboard); "
@@ -108,20 +125,51 @@ _ATOM_VER_MAY = (
 )
 _ATOM_VER_AUG = "ATOM 514ed7c8e5 (2026-08-07); image rocm/atom-dev:nightly_202608091507"
 _ATOM_COMMON = dict(
+    _NO_EP,
+    **_MTP,
     hardware="mi355x",
     engine="atom",
     kv_dtype="fp8",
-    draft="mtp",
-    draft_model="in-checkpoint MTP layer",
     k=3,
     client="atom",
     output_len=1024,
     range_ratio=0.8,
     num_prompts_per_conc=10,
     ignore_eos=True,
-    dp_attention=False,
-    ep=1,
 )
+_ATOM_MAY_RUN = dict(
+    _ATOM_COMMON, group="atom-mi355x", source=_ATOM_MAY, engine_version=_ATOM_VER_MAY, prompts="random-chat"
+)
+_ATOM_AUG_RUN = dict(
+    _ATOM_COMMON, group="atom-mi355x", source=_ATOM_AUG, engine_version=_ATOM_VER_AUG, prompts="random-chat"
+)
+_ATOM_DSV4 = dict(_ATOM_AUG_RUN, **_gpus(8), model="deepseek-v4-pro", weight_dtype=_DSV4_PRO_NATIVE)
+_ATOM_GLM = dict(_ATOM_AUG_RUN, **_gpus(4), model="glm-5.2")
+_ATOM_SGL_RUN = dict(
+    _ATOM_COMMON,
+    **_gpus(8),
+    group="atom-sglang-mi355x",
+    source=_ATOM_SGL,
+    engine="sglang",
+    engine_version="sglang v0.5.10 nightly with ATOM model backend (ATOM-SGLang), image "
+    "rocm/atom-dev:sglang-v0.5.10-nightly_20260520, ATOM 983a39fee9, ROCm 7.2.3",
+    model="deepseek-r1",
+    weight_dtype="bf16,experts=mxfp4",
+    kv_dtype="bf16",
+    topk=1,
+    prompts="random",
+)
+
+
+def _atom_series(off: str, on: str = "... MTP3") -> str:
+    return f"series '{off}' vs '{on}'"
+
+
+def _atom_server(tp: int, args: str = "", then: str = "") -> str:
+    """ATOM's server command line as the notes quote it: the OFF arm's args, the ON arm's additions."""
+    return f"server --kv_cache_dtype fp8 -tp {tp}{args} (+ --method mtp --num-speculative-tokens 3){then}"
+
+
 _ATOM_CLIENT = (
     "client python -m atom.benchmarks.benchmark_serving --dataset-name random --random-range-ratio 0.8 "
     "--num-prompts 10*conc --num-warmups 2*conc --max-concurrency conc --request-rate inf --ignore-eos; "
@@ -133,201 +181,198 @@ _CHAT_ON = (
     "(prompts column gives the spec arm's)"
 )
 _EP_TP = "no expert-parallel flag in the server args: MoE tensor-parallel, ep=1 assumed"
+_ATOM_TAIL = [_EP_TP, _ATOM_CLIENT]
+_ATOM_NO_AL = "acceptance not published (May run)"
+_ATOM_AL = "acceptance_length = dashboard 'Accept Length (tok/fwd)'"
+_NO_PREFIX = " --no-enable_prefix_caching"
+_DSR1_MXFP4 = "DeepSeek-R1-0528-MXFP4"
+_ATOM_SGL_SERIES = f"ATOM-SGLang::{_DSR1_MXFP4}-MTP-MoEFP4"
+_ATOM_SGL_NOTES = [
+    "kv cache dtype not set (auto): bf16 assumed",
+    "no chat template in either arm",
+    "partial sweep: only points where both arms were published",
+    "acceptance not published",
+]
+
+# YYukin0/Specter: vLLM V1 on one A40, EAGLE-3 and n-gram against the same baseline arm.
+_SPECTER = dict(
+    _VLLM_BF16,
+    **_gpus(1),
+    group="specter-a40",
+    hardware="a40",
+    engine_version="0.10.2 (V1)",
+    model="llama-3.1-8b",
+    k=3,
+    output_len=1024,
+    prompts="dataset:gsm8k",
+    ignore_eos=False,
+)
+
+
+def _specter_source(arm: str) -> str:
+    return (
+        "github.com/YYukin0/Specter docs/engineering-notes/09-mac-vs-a40.md (commit 19228295), "
+        "'The result' table; results/bullet2_vllm_eagle3.json (commit 572e277a), results.baseline vs "
+        f"results.{arm} by concurrency"
+    )
+
+
+_SPECTER_HEAD = ["1x A40 on RunPod"]
+_SPECTER_TAIL = ["acceptance null in the JSON", "kv dtype auto (bf16)"]
+
+# xuhuan51/dspark-spec-serving-benchmark: Qwen3-32B on A30s with the (mismatched) Qwen3-14B DSpark drafter.
+_DSPARK_32B = dict(
+    _VLLM_BF16,
+    group="dspark-a30",
+    max_num_seqs=16,
+    hardware="a30",
+    engine_version="0.26.0 (torch 2.11.0+cu130)",
+    model="qwen3-32b",
+    draft="dspark",
+    draft_model="deepseek-ai/dspark_qwen3_14b_block7 (mismatched 14B drafter)",
+    k=7,
+    output_len=256,
+    prompts="",
+    ignore_eos=True,
+)
+
+
+def _dspark_source(table: str) -> str:
+    return (
+        "github.com/xuhuan51/dspark-spec-serving-benchmark reports/vllm026_dspark_32b_cross_target.md "
+        f"(2026-08-05), table '{table}'; results/vllm026_qwen3_32b_dspark_cross_target.csv "
+        "@ f74b5e9b673736a0f46f2a34fceff91ee38c9835"
+    )
+
+
+_DSPARK_LOAD = "fixed 256 output tokens, temperature 0, ignore_eos; prompt set and input length not stated"
 
 DEV_DEPLOYMENTS: dict[str, dict] = {
     "ATOM::Qwen3.5-397B-A17B-FP8 MTP3": dict(
-        _ATOM_COMMON,
+        _ATOM_MAY_RUN,
+        **_gpus(4),
         slug="qwen35-397b-fp8",
-        group="atom-mi355x",
-        source=_ATOM_MAY,
-        num_gpus=4,
-        tp=4,
-        engine_version=_ATOM_VER_MAY,
         model="qwen3.5-397b-a17b",
         weight_dtype="fp8",
         prompts="random",
         notes=[
-            "series 'ATOM::Qwen3.5-397B-A17B-FP8' vs '... MTP3'",
-            "server --kv_cache_dtype fp8 -tp 4 (+ --method mtp --num-speculative-tokens 3)",
-            "neither arm uses the chat template (bench_args "
-            "empty): MTP drafts on raw random tokens; acceptance not published (May run)",
+            _atom_series("ATOM::Qwen3.5-397B-A17B-FP8"),
+            _atom_server(4),
+            f"neither arm uses the chat template (bench_args empty): MTP drafts on raw random tokens; {_ATOM_NO_AL}",
             "hybrid Gated-DeltaNet/attention MoE target",
-            _EP_TP,
-            _ATOM_CLIENT,
+            *_ATOM_TAIL,
         ],
     ),
     "ATOM::DeepSeek-R1-0528 MTP3": dict(
-        _ATOM_COMMON,
+        _ATOM_MAY_RUN,
+        **_gpus(8),
         slug="dsr1-fp8",
-        group="atom-mi355x",
-        source=_ATOM_MAY,
-        num_gpus=8,
-        tp=8,
-        engine_version=_ATOM_VER_MAY,
         model="deepseek-r1",
         weight_dtype="fp8_block,head=bf16",
-        prompts="random-chat",
         notes=[
-            "series 'ATOM::DeepSeek-R1-0528' vs '... MTP3'",
+            _atom_series("ATOM::DeepSeek-R1-0528"),
             "checkpoint deepseek-ai/DeepSeek-R1-0528 (block FP8, lm_head bf16)",
-            "server --kv_cache_dtype fp8 -tp 8 (+ --method mtp --num-speculative-tokens 3)",
+            _atom_server(8),
             _CHAT_ON,
-            "acceptance not published (May run)",
-            _EP_TP,
-            _ATOM_CLIENT,
+            _ATOM_NO_AL,
+            *_ATOM_TAIL,
         ],
     ),
-    "ATOM::DeepSeek-R1-0528-MXFP4 MTP3": dict(
-        _ATOM_COMMON,
+    f"ATOM::{_DSR1_MXFP4} MTP3": dict(
+        _ATOM_MAY_RUN,
+        **_gpus(4),
         slug="dsr1-mxfp4",
-        group="atom-mi355x",
-        source=_ATOM_MAY,
-        num_gpus=4,
-        tp=4,
-        engine_version=_ATOM_VER_MAY,
         model="deepseek-r1",
         weight_dtype="bf16,experts=mxfp4",
-        prompts="random-chat",
         notes=[
-            "series 'ATOM::DeepSeek-R1-0528-MXFP4' vs '... MTP3'",
-            "checkpoint amd/DeepSeek-R1-0528-MXFP4-MTP-MoEFP4 (AMD Quark)",
+            _atom_series(f"ATOM::{_DSR1_MXFP4}"),
+            f"checkpoint amd/{_DSR1_MXFP4}-MTP-MoEFP4 (AMD Quark)",
             "weight_dtype estimate: this checkpoint's card was not found; the sibling "
-            "amd/DeepSeek-R1-0528-MXFP4 card excludes *self_attn*, *mlp.gate.* and lm_head from MXFP4 (bf16, "
+            f"amd/{_DSR1_MXFP4} card excludes *self_attn*, *mlp.gate.* and lm_head from MXFP4 (bf16, "
             "dequantised from FP8) and the name says MoE-only FP4; dense FFN and MTP precision not confirmed",
-            "server --kv_cache_dtype fp8 -tp 4 (+ --method mtp --num-speculative-tokens 3)",
+            _atom_server(4),
             _CHAT_ON,
-            "acceptance not published (May run)",
+            _ATOM_NO_AL,
             "8192/1024 c=256 ON point missing in the source",
-            _EP_TP,
-            _ATOM_CLIENT,
+            *_ATOM_TAIL,
         ],
     ),
     "ATOM::DeepSeek-V4-Pro MTP3": dict(
-        _ATOM_COMMON,
+        _ATOM_DSV4,
         slug="dsv4-pro",
-        group="atom-mi355x",
-        source=_ATOM_AUG,
-        num_gpus=8,
-        tp=8,
-        engine_version=_ATOM_VER_AUG,
-        model="deepseek-v4-pro",
-        weight_dtype="fp8_block,experts=mxfp4,head=bf16",
-        prompts="random-chat",
         notes=[
-            "series 'ATOM::DeepSeek-V4-Pro' vs '... MTP3'",
+            _atom_series("ATOM::DeepSeek-V4-Pro"),
             "native checkpoint deepseek-ai/DeepSeek-V4-Pro "
             "(FP8 with FP4 experts, as specsim's catalogue native_precision)",
-            "server --kv_cache_dtype fp8 -tp 8 "
-            "--no-enable_prefix_caching, env AITER_BF16_FP8_MOE_BOUND=0 ATOM_MOE_GU_ITLV=1 "
-            "(+ --method mtp --num-speculative-tokens 3)",
+            _atom_server(8, f"{_NO_PREFIX}, env AITER_BF16_FP8_MOE_BOUND=0 ATOM_MOE_GU_ITLV=1"),
             _CHAT_ON,
-            "acceptance_length = dashboard 'Accept Length (tok/fwd)'",
+            _ATOM_AL,
             "some ON TTFTs are multi-second outliers "
             "(e.g. 8192/1024 c=64 5000.78 ms); run-to-run noise not characterised",
-            _EP_TP,
-            _ATOM_CLIENT,
+            *_ATOM_TAIL,
         ],
     ),
     "ATOM::DeepSeek-V4-Pro DPA MTP3": dict(
-        _ATOM_COMMON,
+        _ATOM_DSV4,
         slug="dsv4-pro-dpa",
-        group="atom-mi355x",
-        source=_ATOM_AUG,
-        num_gpus=8,
-        tp=8,
         dp_attention=True,
-        engine_version=_ATOM_VER_AUG,
-        model="deepseek-v4-pro",
-        weight_dtype="fp8_block,experts=mxfp4,head=bf16",
-        prompts="random-chat",
         notes=[
-            "series 'ATOM::DeepSeek-V4-Pro DPA' vs '... DPA MTP3'",
-            "server --kv_cache_dtype fp8 -tp 8 "
-            "--no-enable_prefix_caching --enable-dp-attention (+ --method mtp --num-speculative-tokens 3)",
+            _atom_series("ATOM::DeepSeek-V4-Pro DPA", "... DPA MTP3"),
+            _atom_server(8, f"{_NO_PREFIX} --enable-dp-attention"),
             _CHAT_ON,
-            "acceptance_length = dashboard 'Accept Length (tok/fwd)'",
+            _ATOM_AL,
             "ep uncertain: DP attention with no expert-parallel flag; MoE layout not stated, ep=1 assumed",
             "8192/1024 c=1024 ON point missing in the source",
             _ATOM_CLIENT,
         ],
     ),
     "ATOM::GLM-5.2-FP8 MTP3": dict(
-        _ATOM_COMMON,
+        _ATOM_GLM,
         slug="glm52-fp8",
-        group="atom-mi355x",
-        source=_ATOM_AUG,
-        num_gpus=4,
-        tp=4,
-        engine_version=_ATOM_VER_AUG,
-        model="glm-5.2",
         weight_dtype="fp8",
-        prompts="random-chat",
         notes=[
-            "series 'ATOM::GLM-5.2-FP8' vs '... MTP3'",
+            _atom_series("ATOM::GLM-5.2-FP8"),
             "checkpoint zai-org/GLM-5.2-FP8 with ATOM online quant "
             "(--online_quant_config: global ptpc_fp8, experts mxfp8); specsim has no mxfp8, filed as fp8 "
             "(1 byte/weight; the MX scale, 1/32 byte, ignored)",
-            "server --kv_cache_dtype fp8 -tp 4 "
-            "--no-enable_prefix_caching, env AITER_QUICK_REDUCE_QUANTIZATION=INT4 AITER_USE_FLYDSL_MOE_SORTING=1 "
-            "(+ --method mtp --num-speculative-tokens 3)",
+            _atom_server(4, f"{_NO_PREFIX}, env AITER_QUICK_REDUCE_QUANTIZATION=INT4 AITER_USE_FLYDSL_MOE_SORTING=1"),
             _CHAT_ON,
-            "acceptance_length = dashboard 'Accept Length (tok/fwd)'",
+            _ATOM_AL,
             "8192/1024 c>=128: both arms queue heavily (TTFT 10-95 s)",
-            _EP_TP,
-            _ATOM_CLIENT,
+            *_ATOM_TAIL,
         ],
     ),
     "ATOM::GLM-5.2-MXFP4 MTP3": dict(
-        _ATOM_COMMON,
+        _ATOM_GLM,
         slug="glm52-mxfp4",
-        group="atom-mi355x",
-        source=_ATOM_AUG,
-        num_gpus=4,
-        tp=4,
-        engine_version=_ATOM_VER_AUG,
-        model="glm-5.2",
         weight_dtype="fp8,experts=mxfp4",
-        prompts="random-chat",
         notes=[
-            "series 'ATOM::GLM-5.2-MXFP4' vs '... MTP3'",
+            _atom_series("ATOM::GLM-5.2-MXFP4"),
             "checkpoint amd/GLM-5.2-MXFP4 (MXFP4 experts) with ATOM online ptpc_fp8 for the non-expert layers",
-            "server --kv_cache_dtype fp8 -tp 4 "
-            "--no-enable_prefix_caching (+ --method mtp --num-speculative-tokens 3); the ON arm's online-quant "
-            "exclude list names layers 0-77 experts explicitly, so only the MTP layer's experts differ",
+            _atom_server(
+                4,
+                _NO_PREFIX,
+                "; the ON arm's online-quant exclude list names layers 0-77 experts explicitly, so only the MTP "
+                "layer's experts differ",
+            ),
             _CHAT_ON,
-            "acceptance_length = dashboard 'Accept Length (tok/fwd)'",
-            _EP_TP,
-            _ATOM_CLIENT,
+            _ATOM_AL,
+            *_ATOM_TAIL,
         ],
     ),
-    "ATOM-SGLang::DeepSeek-R1-0528-MXFP4-mtp3": dict(
-        _ATOM_COMMON,
+    f"ATOM-SGLang::{_DSR1_MXFP4}-mtp3": dict(
+        _ATOM_SGL_RUN,
         slug="dsr1-mxfp4-nextn3",
-        group="atom-sglang-mi355x",
-        source=_ATOM_SGL,
-        num_gpus=8,
-        tp=8,
-        engine="sglang",
-        engine_version="sglang v0.5.10 nightly with ATOM model backend (ATOM-SGLang), image "
-        "rocm/atom-dev:sglang-v0.5.10-nightly_20260520, ATOM 983a39fee9, ROCm 7.2.3",
-        model="deepseek-r1",
-        weight_dtype="bf16,experts=mxfp4",
-        kv_dtype="bf16",
         k=3,
-        topk=1,
         num_draft_tokens=4,
-        prompts="random",
         notes=[
-            "series 'ATOM-SGLang::DeepSeek-R1-0528-MXFP4-MTP-MoEFP4' vs 'ATOM-SGLang::DeepSeek-R1-0528-MXFP4-mtp3'",
-            "checkpoint amd/DeepSeek-R1-0528-MXFP4-MTP-MoEFP4; weight_dtype estimate as for atom-mi355x dsr1-mxfp4",
+            _atom_series(_ATOM_SGL_SERIES, f"ATOM-SGLang::{_DSR1_MXFP4}-mtp3"),
+            f"checkpoint amd/{_DSR1_MXFP4}-MTP-MoEFP4; weight_dtype estimate as for atom-mi355x dsr1-mxfp4",
             "server --trust-remote-code --tensor-parallel-size 8 (+ --speculative-algorithm NEXTN "
             "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4), env "
             "AITER_QUICK_REDUCE_QUANTIZATION=INT4 SGLANG_AITER_FP8_PREFILL_ATTN=0 SGLANG_USE_AITER=1 "
             "ATOM_ENABLE_DS_QKNORM_QUANT_FUSION=1",
-            "kv cache dtype not set (auto): bf16 assumed",
-            "no chat template in either arm",
-            "partial sweep: only points where both arms were published",
-            "acceptance not published",
+            *_ATOM_SGL_NOTES,
             "c=64 ON TTFT 3.4-5.3 s vs ~0.2-0.8 s OFF",
             "client benchmark_serving.py --backend sglang --dataset-name random --random-range-ratio 0.8 "
             "--num-prompts 10*conc --num-warmups 2*conc --request-rate inf --ignore-eos (ATOM CI; vLLM-style "
@@ -335,63 +380,29 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
             _EP_TP,
         ],
     ),
-    "ATOM-SGLang::DeepSeek-R1-0528-MXFP4-mtp1": dict(
-        _ATOM_COMMON,
+    f"ATOM-SGLang::{_DSR1_MXFP4}-mtp1": dict(
+        _ATOM_SGL_RUN,
         slug="dsr1-mxfp4-nextn1",
-        group="atom-sglang-mi355x",
-        source=_ATOM_SGL,
-        num_gpus=8,
-        tp=8,
-        engine="sglang",
-        engine_version="sglang v0.5.10 nightly with ATOM model backend (ATOM-SGLang), image "
-        "rocm/atom-dev:sglang-v0.5.10-nightly_20260520, ATOM 983a39fee9, ROCm 7.2.3",
-        model="deepseek-r1",
-        weight_dtype="bf16,experts=mxfp4",
-        kv_dtype="bf16",
         k=1,
-        topk=1,
         num_draft_tokens=2,
-        prompts="random",
         notes=[
-            "series 'ATOM-SGLang::DeepSeek-R1-0528-MXFP4-MTP-MoEFP4' vs 'ATOM-SGLang::DeepSeek-R1-0528-MXFP4-mtp1'",
+            _atom_series(_ATOM_SGL_SERIES, f"ATOM-SGLang::{_DSR1_MXFP4}-mtp1"),
             "same deployment as nextn3 but --speculative-num-steps 1 --speculative-eagle-topk 1 "
             "--speculative-num-draft-tokens 2",
             "weight_dtype estimate as for atom-mi355x dsr1-mxfp4",
-            "kv cache dtype not set (auto): bf16 assumed",
-            "no chat template in either arm",
-            "partial sweep: only points where both arms were published",
-            "acceptance not published",
+            *_ATOM_SGL_NOTES,
             "client as nextn3",
             _EP_TP,
         ],
     ),
     "specter:eagle3": dict(
+        _SPECTER,
         slug="llama31-8b-eagle3",
-        group="specter-a40",
-        source=(
-            "github.com/YYukin0/Specter docs/engineering-notes/09-mac-vs-a40.md (commit 19228295), "
-            "'The result' table; results/bullet2_vllm_eagle3.json (commit 572e277a), results.baseline vs "
-            "results.eagle3 by concurrency"
-        ),
-        hardware="a40",
-        num_gpus=1,
-        tp=1,
-        ep=1,
-        dp_attention=False,
-        engine="vllm",
-        engine_version="0.10.2 (V1)",
-        model="llama-3.1-8b",
-        weight_dtype="bf16",
-        kv_dtype="bf16",
+        source=_specter_source("eagle3"),
         draft="eagle3",
         draft_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
-        k=3,
-        client="custom",
-        output_len=1024,
-        prompts="dataset:gsm8k",
-        ignore_eos=False,
         notes=[
-            "1x A40 on RunPod",
+            *_SPECTER_HEAD,
             "server vllm serve meta-llama/Llama-3.1-8B-Instruct --seed 42 --max-model-len "
             '4096 (+ --speculative-config {"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",'
             '"num_speculative_tokens":3})',
@@ -402,71 +413,29 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
             "one 60 s window per point: the request count varies by arm (c=1: 11 baseline / 26 eagle3); the "
             "author warns p99s at c<=4 are noisy",
             "input_len: GSM8K questions, not stated",
-            "acceptance null in the JSON",
-            "kv dtype auto (bf16)",
+            *_SPECTER_TAIL,
         ],
     ),
     "specter:ngram": dict(
+        _SPECTER,
         slug="llama31-8b-ngram",
-        group="specter-a40",
-        source=(
-            "github.com/YYukin0/Specter docs/engineering-notes/09-mac-vs-a40.md (commit 19228295), "
-            "'The result' table; results/bullet2_vllm_eagle3.json (commit 572e277a), results.baseline vs "
-            "results.ngram by concurrency"
-        ),
-        hardware="a40",
-        num_gpus=1,
-        tp=1,
-        ep=1,
-        dp_attention=False,
-        engine="vllm",
-        engine_version="0.10.2 (V1)",
-        model="llama-3.1-8b",
-        weight_dtype="bf16",
-        kv_dtype="bf16",
+        source=_specter_source("ngram"),
         draft="ngram",
         draft_model="",
-        k=3,
-        client="custom",
-        output_len=1024,
-        prompts="dataset:gsm8k",
-        ignore_eos=False,
         notes=[
-            "1x A40 on RunPod",
+            *_SPECTER_HEAD,
             'server as the eagle3 rows with --speculative-config {"method":"ngram",'
             '"num_speculative_tokens":3,"prompt_lookup_min":2,"prompt_lookup_max":4}',
             "client guidellm as the eagle3 rows (same baseline arm)",
             "one 60 s window per point; p99s at c<=4 rest on few requests",
-            "acceptance null in the JSON",
-            "kv dtype auto (bf16)",
+            *_SPECTER_TAIL,
         ],
     ),
     "dspark:Qwen/Qwen3-32B": dict(
+        _DSPARK_32B,
+        **_gpus(8),
         slug="qwen3-32b-bf16-tp8-x14b",
-        group="dspark-a30",
-        max_num_seqs=16,
-        source=(
-            "github.com/xuhuan51/dspark-spec-serving-benchmark reports/vllm026_dspark_32b_cross_target.md "
-            "(2026-08-05), table 'Qwen3-32B BF16, TP8'; results/vllm026_qwen3_32b_dspark_cross_target.csv "
-            "@ f74b5e9b673736a0f46f2a34fceff91ee38c9835"
-        ),
-        hardware="a30",
-        num_gpus=8,
-        tp=8,
-        ep=1,
-        dp_attention=False,
-        engine="vllm",
-        engine_version="0.26.0 (torch 2.11.0+cu130)",
-        model="qwen3-32b",
-        weight_dtype="bf16",
-        kv_dtype="bf16",
-        draft="dspark",
-        draft_model="deepseek-ai/dspark_qwen3_14b_block7 (mismatched 14B drafter)",
-        k=7,
-        client="custom",
-        output_len=256,
-        prompts="",
-        ignore_eos=True,
+        source=_dspark_source("Qwen3-32B BF16, TP8"),
         notes=[
             "deliberately mismatched drafter: the Qwen3-14B DSpark checkpoint on the 32B target (shared hidden "
             "size and vocab); not a trained 32B drafter",
@@ -474,50 +443,32 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
             "0.75 --max-num-seqs 16 --max-num-batched-tokens 8192 --max-model-len 2048; ON adds "
             "--speculative-config {method: dspark, num_speculative_tokens: 7, draft_tensor_parallel_size: 8}",
             "baseline and DSpark run sequentially on the same 8 GPUs",
-            "fixed 256 output tokens, temperature 0, ignore_eos; prompt set and input length not stated",
+            _DSPARK_LOAD,
             "TPOT statistic (mean or median) not stated; filed as mean",
             "acceptance_length = 1 + accepted_draft_tokens / draft_rounds (source)",
             "kv dtype not set (auto, bf16)",
         ],
     ),
     "dspark:Qwen3-32B-W4A16-AWQ": dict(
+        _DSPARK_32B,
+        **_gpus(4),
         slug="qwen3-32b-awq-tp4-x14b",
-        group="dspark-a30",
-        max_num_seqs=16,
-        source=(
-            "github.com/xuhuan51/dspark-spec-serving-benchmark reports/vllm026_dspark_32b_cross_target.md "
-            "(2026-08-05), table 'Qwen3-32B INT4, TP4'; results/vllm026_qwen3_32b_dspark_cross_target.csv "
-            "@ f74b5e9b673736a0f46f2a34fceff91ee38c9835"
-        ),
-        hardware="a30",
-        num_gpus=4,
-        tp=4,
-        ep=1,
-        dp_attention=False,
-        engine="vllm",
-        engine_version="0.26.0 (torch 2.11.0+cu130)",
-        model="qwen3-32b",
+        source=_dspark_source("Qwen3-32B INT4, TP4"),
         weight_dtype="w4a16",
-        kv_dtype="bf16",
-        draft="dspark",
-        draft_model="deepseek-ai/dspark_qwen3_14b_block7 (mismatched 14B drafter)",
-        k=7,
-        client="custom",
-        output_len=256,
-        prompts="",
-        ignore_eos=True,
         notes=[
             "target Qwen3-32B-W4A16-AWQ (local path; AWQ int4 weights)",
             "deliberately mismatched drafter, as the BF16 rows",
             "server --dtype auto -tp 4 --gpu-memory-utilization 0.88 --max-num-seqs 16 "
             "--max-num-batched-tokens 8192 --max-model-len 2048; ON adds dspark, 7 tokens, draft TP 4",
-            "fixed 256 output tokens, temperature 0, ignore_eos; prompt set and input length not stated",
+            _DSPARK_LOAD,
             "TPOT statistic not stated; filed as mean",
             "acceptance_length = 1 + accepted/draft_rounds (source)",
             "kv dtype not set (auto, fp16/bf16 activations)",
         ],
     ),
     "ngramh100": dict(
+        _VLLM_BF16,
+        **_gpus(1),
         slug="qwen25-7b-ngram",
         group="ngram-h100",
         source=(
@@ -526,19 +477,11 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
             "bench/spec_concurrency.py @ d430ba9b395f2924c06b512ec8f812061362f296"
         ),
         hardware="h100-sxm",
-        num_gpus=1,
-        tp=1,
-        ep=1,
-        dp_attention=False,
-        engine="vllm",
         engine_version="",
         model="qwen2.5-7b",
-        weight_dtype="bf16",
-        kv_dtype="bf16",
         draft="ngram",
         draft_model="",
         k=5,
-        client="custom",
         output_len=200,
         num_prompts_per_conc=4,
         prompts="dataset:extractive-repeat-passage",
@@ -562,6 +505,8 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
         ],
     ),
     "trt11434": dict(
+        _MTP,
+        **_gpus(8),
         slug="dsv31-nvfp4-mtp",
         group="trtllm-b200-dsv31",
         source=(
@@ -570,8 +515,6 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
             "research note (GitHub index file id 71591207014, section 1.2 table), not from the PR itself"
         ),
         hardware="b200",
-        num_gpus=8,
-        tp=8,
         ep="",
         dp_attention="",
         engine="trtllm",
@@ -579,8 +522,6 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
         model="deepseek-v3.1",
         weight_dtype="bf16,dense=nvfp4,experts=nvfp4",
         kv_dtype="",
-        draft="mtp",
-        draft_model="in-checkpoint MTP layer",
         k=8,
         client="",
         input_len=413,
@@ -603,6 +544,9 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
         ],
     ),
     "dsv4mi355": dict(
+        _NO_EP,
+        **_MTP,
+        **_gpus(8),
         slug="dsv4-pro-eagle1",
         group="sglang-dsv4-mi355x",
         max_num_seqs=8,
@@ -611,17 +555,11 @@ DEV_DEPLOYMENTS: dict[str, dict] = {
             "'Measured speedup' table (GitHub index file id 61471290779; repository not resolved)"
         ),
         hardware="mi355x",
-        num_gpus=8,
-        tp=8,
-        ep=1,
-        dp_attention=False,
         engine="sglang",
         engine_version="sglang main (date not stated) inside the AMD f96ac98 ROCm image",
         model="deepseek-v4-pro",
-        weight_dtype="fp8_block,experts=mxfp4,head=bf16",
+        weight_dtype=_DSV4_PRO_NATIVE,
         kv_dtype="",
-        draft="mtp",
-        draft_model="in-checkpoint MTP layer",
         k=1,
         topk=1,
         num_draft_tokens=2,
@@ -742,13 +680,27 @@ def dev_rows() -> list[dict]:
     return out
 
 
+def _merged(mapping: dict) -> dict:
+    """`mapping` with its YAML merge key applied (`<<: *base` or `<<: [*a, *b]`; its own keys win, then the
+    earlier base): BaseLoader leaves `<<` as a plain key."""
+    bases = mapping.get("<<") or []
+    bases = [bases] if isinstance(bases, dict) else bases
+    if not isinstance(bases, list) or not all(isinstance(b, dict) for b in bases):
+        raise SystemExit(f"{EXTRA.name}: {mapping.get('slug')}: `<<` takes a mapping or a list of them")
+    out: dict = {}
+    for base in reversed(bases):
+        out.update(_merged(base))
+    out.update((k, v) for k, v in mapping.items() if k != "<<")
+    return out
+
+
 def extra_rows() -> list[dict]:
     if not EXTRA.exists():
         return []
     # BaseLoader keeps every scalar as written (21.090 stays 21.090, not 21.09).
     data = yaml.load(EXTRA.read_text(), Loader=yaml.BaseLoader) or {}
     out = []
-    for dep in data.get("deployments", []):
+    for dep in map(_merged, data.get("deployments", [])):
         spec = {k: v for k, v in dep.items() if k != "points"}
         spec["notes"] = list(spec.get("notes") or [])
         bad = [n for n in spec["notes"] if not isinstance(n, str)]
