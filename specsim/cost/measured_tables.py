@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from specsim.cost import roofline as rl
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.ratio_grid import RatioGrid, safe_log
 from specsim.errors import SpecsimError
@@ -50,6 +51,7 @@ def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> Measured
     import pandas as pd
 
     from specsim.cost.measurements import RowSet, kernel_dtype
+    from specsim.cost.moe import moe_time_s
 
     df = df.copy()
     for col in ("framework_version", "kernel", "phase", "kv_dtype", "impl", "distribution"):
@@ -65,8 +67,13 @@ def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> Measured
         ratio = safe_log(gemm["time_ms"]) - safe_log(pred)
         for cdt, g in gemm.assign(r=ratio).groupby("cdt"):
             g = g[np.isfinite(g["r"])]
-            tables.gemm_grid[str(cdt)] = RatioGrid.build([g["tokens"].to_numpy(float), g["d_out"].to_numpy(float),
-                                                          g["d_in"].to_numpy(float)], g["r"].to_numpy())
+            grid = RatioGrid.build([g["tokens"].to_numpy(float), g["d_out"].to_numpy(float),
+                                    g["d_in"].to_numpy(float)], g["r"].to_numpy())
+            kd = kernel_dtype(str(g["dtype"].iloc[0])) if len(g) else None
+            if kd is not None:  # a GEMM over more tokens never costs less than one over fewer (padding)
+                dtype, wb = kd
+                grid = grid.padded(lambda m, n, k, dtype=dtype, wb=wb: rl.gemm_time_s(m, n, k, hw, dtype, wb)[0])
+            tables.gemm_grid[str(cdt)] = grid
     att = df[df["op"] == "attention"]
     if len(att):
         att = _main_kernel(att, ["phase", "dtype", "kv_dtype"])
@@ -93,8 +100,13 @@ def build_tables(df: pd.DataFrame, hw: HardwareProfile, source: str) -> Measured
                              ep=pd.to_numeric(moe.get("ep", 1), errors="coerce"))
             moe = moe[np.isfinite(moe["r"]) & (moe["ep"].fillna(1) == 1)]
             for key, g in moe.groupby(["cdt", "d_in", "d_out", "n_experts", "top_k"]):
-                tables.moe[(key[0], *(float(x) for x in key[1:]))] = RatioGrid.build(
-                    [g["tokens"].to_numpy(float)], g["r"].to_numpy())
+                grid = RatioGrid.build([g["tokens"].to_numpy(float)], g["r"].to_numpy())
+                kd = kernel_dtype(str(g["dtype"].iloc[0]))
+                if kd is not None:  # a layer over more tokens never costs less than one over fewer (padding)
+                    hid, inter, experts, top = (float(x) for x in key[1:])
+                    grid = grid.padded(lambda t, hid=hid, inter=inter, experts=experts, top=top, kd=kd: moe_time_s(
+                        t, hid, inter, experts, top, hw, kd[0], kd[1])[0])
+                tables.moe[(key[0], *(float(x) for x in key[1:]))] = grid
     ar = df[df["op"] == "allreduce"]
     if len(ar):
         ar = ar.assign(impl=ar["impl"].replace("", "nccl"))

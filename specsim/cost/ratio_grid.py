@@ -3,6 +3,7 @@ interpolated multilinearly where measured neighbours bracket a shape (the table 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,3 +92,18 @@ class RatioGrid:
             inside &= ~(used & np.isnan(v))
             out = out + np.where(used, np.nan_to_num(v), 0.0) * weight
         return np.where(inside, out, np.nan).reshape(shape)
+
+    def padded(self, base: Callable[..., Array]) -> RatioGrid:
+        """The grid with its times made non-decreasing along the first axis (tokens): at each measured point the
+        time is the least over that point and every larger measured one at the same other coordinates, since an
+        engine runs a smaller problem at a larger one's cost by padding it (its graphs pad batches the same
+        way). `base(*coords)` is the roofline time the ratio multiplies, evaluated on the grid's points."""
+        mesh = np.meshgrid(*(np.exp(a) for a in self.axes), indexing="ij")
+        roof = np.asarray(base(*mesh), dtype=float)
+        times = roof * np.exp(self.values)
+        running = np.full(times.shape[1:], np.nan)
+        out = times.copy()
+        for i in range(times.shape[0] - 1, -1, -1):
+            running = np.fmin(running, times[i])  # NaN (unmeasured) never wins
+            out[i] = np.where(np.isnan(times[i]), np.nan, running)
+        return RatioGrid(self.axes, safe_log(out) - safe_log(roof))

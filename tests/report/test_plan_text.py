@@ -20,7 +20,7 @@ from specsim.report.sections.speedup import pays_text, speedup_section
 from specsim.scenario.scenario import parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "atom": "ATOM"}
 
 
 def _code_blocks(md: str) -> list[list[str]]:

@@ -35,6 +35,11 @@ def atom_config(spec: Speculation) -> Json:
     bands = [_band(spec, band.as_chain()) for band in spec.bands.chain]
     first = {key: v for key, v in bands[0].items() if key.startswith("--")}
     out: dict[str, Json] = {**first, "by_batch": [*bands], "note": BANDS_NOTE} if len(bands) > 1 else first
+    caveats = []
+    if spec.bands.trees:
+        caveats.append("ATOM drafts chains only: the plan's trees run as its chain schedule")
     if any(band.k > ATOM_MAX_K for band in spec.bands.chain) and spec.method in ("mtp", "eagle3"):
-        out["caveat"] = f"ATOM drafts at most {ATOM_MAX_K} tokens for {spec.method}: longer chains are cut to it"
+        caveats.append(f"ATOM drafts at most {ATOM_MAX_K} tokens for {spec.method}: longer chains are cut to it")
+    if caveats:
+        out["caveat"] = "; ".join(caveats)
     return out

@@ -70,7 +70,7 @@ def plan_section(c: Ctx) -> Section:
     return Section("The plan", "\n".join(body), files=engine_config_files(d["engine_configs"]))
 
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "atom": "ATOM"}
 
 
 def _engines(configs: dict[str, Json]) -> dict[str, dict[str, Json]]:
