@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from specsim.advise.simulation import Setup, sweep_cases, sweep_scenario
@@ -206,9 +207,9 @@ def _engine_configs(setup: Setup, choices: Sequence[Choice], load: str) -> dict[
                           d.model.name if d.model is not None else None, d.draft_tp, hopper_fa3=s.hardware.is_hopper)
 
 
-def frontier(setup: Setup, rates: Sequence[float] | None, concurrencies: Sequence[int] | None,
-             policies: Sequence[Policy] | None, drafts: Sequence[str] | None, client: str, n_jobs: int = 1,
-             num_prompts: int | None = None, progress: Callable[[int, int], None] | None = None,
+def frontier(setup: Setup, rates: Sequence[float] | None = None, concurrencies: Sequence[int] | None = None,
+             policies: Sequence[Policy] | None = None, drafts: Sequence[str] | None = None, client: str = "vllm",
+             n_jobs: int = 1, num_prompts: int | None = None, progress: Callable[[int, int], None] | None = None,
              margin: float = 0.01, joblib_backend: bool = False) -> Frontier:
     """Sweep the load points with speculation off and on and read the frontier (module docstring); over forked
     local workers (`sweep_many`), or joblib's configured backend (Dask, Ray) with `joblib_backend`."""
@@ -228,6 +229,9 @@ def frontier(setup: Setup, rates: Sequence[float] | None, concurrencies: Sequenc
     rows = client_frame(frame, gpus, client)
     load = load_column(rows)
     r = ratios(rows)
+    at = rows[["configuration", load]].merge(r, on=["configuration", load], how="left")
+    ratio = np.where(rows["configuration"] == OFF, 1.0, at["throughput_ratio"].to_numpy())
+    rows.insert(3 + len(CLIENT_COLUMNS), "throughput_ratio", ratio)  # after the clients' columns
     choices = recommend(rows, margin)
     _, sources = setup.mix()
     return Frontier(rows, r, crossovers(rows), choices, _engine_configs(setup, choices, load), client, gpus, load,

@@ -127,6 +127,14 @@ def simulate(
     opts = _Options.parse(fmt, backend, jobs, timeseries, sweep_rates, sweep_policies, policy, sweep_drafts,
                           concurrency, plot)
     if scenario is None:
+        given = [name for name, v in (("--duration", duration), ("--target-rate", target_rate)) if v is not None]
+        if given or not compare:
+            raise SpecsimError(f"{', '.join(given) or '--no-compare'} needs a scenario (simulate without one sweeps "
+                               "load points with speculation off and on)")
+        if rate is not None:  # one open-loop rate: a one-point rate sweep
+            if opts.concurrency:
+                raise SpecsimError("give --concurrency (closed loop) or --rate (open loop), not both")
+            opts = dataclasses.replace(opts, rates=[*(opts.rates or []), float(rate)])
         flags = _benchmark_flags(hardware, model, draft, tp, engine, weight_dtype_, kv_dtype, k, input_len,
                                  output_len, range_ratio, client, task, acceptance_length, max_num_seqs, opts)
         flags = dataclasses.replace(flags, prompts=prompts)

@@ -455,8 +455,7 @@ def _frontier_lines(f: Frontier) -> list[str]:
 def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None, notes: list[str] | None = None) -> None:
     """A load sweep as benchmarks report it: one row per (configuration, load point), the crossovers, the
     recommendation; --plot draws the frontier."""
-    rows = f.rows.merge(f.ratios, on=["configuration", f.load], how="left")
-    rows.loc[rows["configuration"] == "off", "throughput_ratio"] = 1.0
+    rows = f.rows
     if plot is not None:
         from specsim.files import Outputs
         from specsim.report.figures.frontier import frontier as draw
@@ -466,14 +465,14 @@ def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None, notes:
             save_png(draw(f.rows, f.load, f.crossovers, setup.scenario.model.name), str(outs.path(plot, "--plot")))
     title = _frontier_title(setup, f)
     if fmt == "csv":
-        emit(rows.drop(columns=["tpot_ratio"]), "csv")
+        emit(rows, "csv")
         return
     lines = _frontier_lines(f)
     if plot is not None:
         lines.append(f"wrote {plot}: output tokens/s per GPU against tokens/s per user, one curve per configuration")
     if fmt == "json":
         print_json({"title": title, "load": f.load, "client": f.client, "gpus_per_replica": f.gpus,
-                    "rows": plain(rows.drop(columns=["tpot_ratio"]).to_dict(orient="records")),
+                    "rows": plain(rows.to_dict(orient="records")),
                     "crossovers": f.crossovers,
                     "recommendation": [{"from": c.load_from, "to": c.load_to, "configuration": c.configuration,
                                         "gain": c.gain} for c in f.choices],

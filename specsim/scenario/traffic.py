@@ -304,10 +304,11 @@ class Uniform:
 
 
 #: How each benchmark client draws a random length L with range ratio r (`--random-range-ratio`):
-#: - sglang (python/sglang/bench_serving.py, sample_random_requests), ATOM (atom/benchmarks/benchmark_serving.py,
-#:   from vLLM's pre-0.9 client) and vLLM before 0.9: np.random.randint(max(int(L * r), 1), L + 1): [r L, L];
-#: - vllm from 0.9 (vllm/benchmarks/datasets.py, RandomDataset.get_sampling_params): [floor(L (1 - r)),
-#:   ceil(L (1 + r))], r in [0, 1).
+#: - sglang (python/sglang/benchmark/datasets/common.py, compute_random_lens), ATOM (atom/benchmarks/
+#:   benchmark_serving.py, from vLLM's pre-0.9 client) and vLLM before 0.9: randint(max(int(L * r), 1), L + 1),
+#:   i.e. [r L, L] (so r = 0 draws from 1 token to L);
+#: - vllm from 0.9 (vllm/benchmarks/datasets/random.py, RandomDataset): [floor(L (1 - r)), ceil(L (1 + r))],
+#:   r in [0, 1) (the special tokens' count is taken from the prompt's L first).
 RANGE_CLIENTS = ("sglang", "atom", "vllm")
 
 

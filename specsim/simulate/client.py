@@ -8,8 +8,9 @@ as `vllm bench serve`, `sglang.bench_serving` and ATOM's client print their resu
 - ITL: the clients differ, so each figure says which (`ITL_DEFINITION`): `chunk` is the gap between two streamed
   chunks (speculation streams several tokens in one chunk: one sample per step a request is in), as vLLM's
   client (vllm/benchmarks/lib/endpoint_request_func.py: `output.itl.append(timestamp - most_recent_timestamp)`)
-  and ATOM's (derived from vLLM's) record it; `token` divides a chunk's gap over the tokens in it, as SGLang's
-  bench_serving does for speculative outputs.
+  and ATOM's (atom/benchmarks/backend_request_func.py, derived from vLLM's) record it; `token` divides a chunk's
+  gap over the tokens in it and repeats it per token, as SGLang's client does with its own backend
+  (python/sglang/benchmark/backends/sglang_client.py; with the OpenAI backends it records chunks).
 - TTFT from the send (a closed-loop client's semaphore wait is not counted, as the clients start the clock
   after acquiring it).
 - interactivity `per_user_tok_s` = 1000 / median TPOT (ms): InferenceMAX's `median_intvty`, the x axis of its

@@ -74,6 +74,8 @@ def test_concurrency_one_tpot_is_the_planners_time_per_token() -> None:
     ((*BASE, "--plot", "out.svg", "--concurrency", "4"), ("--plot", ".png")),
     (("simulate", "-H", "no-such-gpu", "-m", "llama-3.1-8b", "--draft", "eagle3"), ("no-such-gpu",)),
     (("simulate", "scenarios/chat-traffic-llama8b-h100.yaml", "-m", "llama-3.1-8b"), ("--model",)),
+    ((*BASE, "--duration", "5"), ("--duration", "scenario")),
+    ((*BASE, "--rate", "4", "--concurrency", "8"), ("--rate",)),
 ])
 def test_bad_input_is_one_line(args: tuple[str, ...], expect: tuple[str, ...], tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
@@ -81,3 +83,11 @@ def test_bad_input_is_one_line(args: tuple[str, ...], expect: tuple[str, ...], t
     before = snapshot(tmp_path)
     r = invoke(*args, cwd=tmp_path)
     assert_clean_failure(r, expect, before, snapshot(tmp_path), " ".join(args))
+
+
+def test_one_rate_without_a_scenario_is_an_open_loop_point() -> None:
+    r = invoke(*BASE, "--rate", "4", "--num-prompts", "60", "-f", "csv", "--jobs", "1")
+    assert r.code == 0, r.err
+    frame = pd.read_csv(StringIO(r.out))
+    assert list(frame.columns[:2]) == ["configuration", "rate_rps"] and set(frame["rate_rps"]) == {4.0}
+    assert (frame["request_per_s"] < 4.0 * 1.5).all()  # Poisson at 4 requests/s, not a closed loop's pace
