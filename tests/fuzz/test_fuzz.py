@@ -228,3 +228,28 @@ def test_fuzz_evaluate_options(alpha: float, k: int, batch: int, context: int, t
         check(r, before, snapshot(d), set(), " ".join(args))
         if r.code == 0:  # a configuration reported is one that fits
             assert json.loads(r.out)["fits_memory"] is True
+
+
+@SETTINGS
+@given(concurrency=st.one_of(st.sampled_from(["1", "1,4", "1:8:x2", "2-3", "0", "3-1", "1,,2", "-4"]),
+                             st.text(max_size=10)),
+       k=st.one_of(st.integers(0, 6), st.integers(-2, 40)),
+       ratio=st.one_of(st.floats(0.0, 0.99), st.floats(allow_nan=True, allow_infinity=True)),
+       lengths=st.one_of(st.tuples(st.integers(1, 4096), st.integers(1, 64)),
+                         st.tuples(st.integers(-2, 10**8), st.integers(-2, 10**8))),
+       client=st.sampled_from(["vllm", "sglang", "atom", "vllm", "sglang", "genai-perf", ""]),
+       extra=st.sampled_from([[], [], [], ["--acceptance-length", "2.5"], ["--acceptance-length", "9"],
+                              ["--prompts", "random"], ["--prompts", "x"], ["--num-prompts", "0"],
+                              ["--max-num-seqs", "0"], ["--max-num-seqs", "2"], ["--plot", "{d}/f.svg"],
+                              ["-e", "sglang"], ["-e", "atom", "--tp", "2"]]))
+def test_fuzz_simulate_benchmark_options(concurrency: str, k: int, ratio: float, lengths: tuple[int, int],
+                                         client: str, extra: list[str]) -> None:
+    """`simulate` without a scenario (issue 21): whatever the flags, exit 0 or one line and exit 2."""
+    with workdir() as d:
+        before = snapshot(d)
+        args = ["simulate", "-H", "h100-sxm", "-m", "llama-3.1-8b", "--draft", "eagle3", "-k", str(k),
+                "--concurrency", concurrency, "--range-ratio", repr(ratio), "--input-len", str(min(lengths[0], 4096)),
+                "--output-len", str(min(lengths[1], 64)), "--client", client, "--num-prompts", "8", "--jobs", "1",
+                *(a.replace("{d}", str(d)) for a in extra)]
+        r = invoke(*args, cwd=d)
+        check(r, before, snapshot(d), set(), " ".join(args))
