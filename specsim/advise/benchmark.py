@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,6 @@ class BenchmarkFlags:
     prompts: str | None = None
     max_num_seqs: int | None = None
     concurrency: tuple[int, ...] = (1,)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def client_name(self) -> str:
@@ -134,7 +133,6 @@ def benchmark_scenario(f: BenchmarkFlags) -> Scenario:
                     "output": _lengths(f.output_len, f.range_ratio, client, "--output-len")},
         "serving": {"max_num_seqs": seqs, "max_num_batched_tokens": max(8192, seqs),
                     "speculation": "plan" if f.k is None else ({"k": f.k} if f.k else "off")},
-        **f.extra,
     }
     if f.engine is not None:
         data["engine"] = f.engine
