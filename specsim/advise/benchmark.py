@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from specsim.advise.simulation import Setup, sweep_cases, sweep_scenario
+from specsim.advise.traffic import MIN_PROMPTS, PROMPTS_PER_CLIENT
 from specsim.errors import SpecsimError
 from specsim.records import Json
 from specsim.scenario.scenario import Scenario, parse_scenario
@@ -128,7 +129,7 @@ def benchmark_scenario(f: BenchmarkFlags) -> Scenario:
         "name": "benchmark", "hardware": f.hardware, "model": f.model, "tp": f.tp, "weight_dtype": f.weight_dtype,
         "kv_dtype": f.kv_dtype, "drafts": drafts, "max_k": max(8, f.k or 0),
         "traffic": {"arrivals": {"process": "closed", "concurrency": int(f.concurrency[0])},
-                    "num_requests": 10 * int(f.concurrency[0]) if f.concurrency[0] > 1 else 20,
+                    "num_requests": max(PROMPTS_PER_CLIENT * int(f.concurrency[0]), MIN_PROMPTS),
                     "prompt": _lengths(f.input_len, f.range_ratio, client, "--input-len"),
                     "output": _lengths(f.output_len, f.range_ratio, client, "--output-len")},
         "serving": {"max_num_seqs": seqs, "max_num_batched_tokens": max(8192, seqs),

@@ -138,7 +138,9 @@ def simulate(
         flags = _benchmark_flags(hardware, model, draft, tp, engine, weight_dtype_, kv_dtype, k, input_len,
                                  output_len, range_ratio, client, task, acceptance_length, max_num_seqs, opts)
         flags = dataclasses.replace(flags, prompts=prompts)
-        s = overridden(_benchmark_scenario(flags), cost_model, None)
+        from specsim.advise.benchmark import benchmark_scenario
+
+        s = overridden(benchmark_scenario(flags), cost_model, None)
         labels = [d.label for d in s.drafts]
         drafts: list[str] | None = labels
         draft, client = labels[0], flags.client_name
@@ -205,12 +207,6 @@ def _benchmark_flags(hardware: str | None, model: str | None, draft: str | None,
                           input_len=input_len, output_len=output_len, range_ratio=range_ratio, client=client,
                           task=task, acceptance_length=acceptance_length, max_num_seqs=max_num_seqs,
                           concurrency=points)
-
-
-def _benchmark_scenario(flags: BenchmarkFlags) -> Scenario:
-    from specsim.advise.benchmark import benchmark_scenario
-
-    return benchmark_scenario(flags)
 
 
 def _no_benchmark_flags(**given: Any) -> None:

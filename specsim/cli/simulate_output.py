@@ -312,8 +312,11 @@ def _rate_axis(rates: list[float] | None) -> list[float | None]:
 
 
 def _rate_of(setup: Setup, rate: float | None) -> tuple[float, Any]:
-    """(the rate a sweep's row is labelled with, the traffic it simulated): as `run.sweep_cases` builds them."""
-    traffic = setup.traffic if rate is None else setup.traffic.with_rate(rate)
+    """(the rate a sweep's row is labelled with, the traffic it simulated): as `simulation.sweep_cases` builds
+    them (a swept rate runs steady: `advise.traffic.stationary`)."""
+    from specsim.advise.traffic import stationary
+
+    traffic = setup.traffic if rate is None else stationary(setup.traffic, rate)
     return float(traffic.mean_rate_rps if rate is None else rate), traffic
 
 
@@ -331,20 +334,20 @@ def _arrived(setup: Setup, rates: list[float] | None) -> dict[float, float | Non
 
 
 def _rate_notes(setup: Setup, rates: list[float] | None) -> list[str]:
-    """What the rate column means for this traffic, and what 'arrived' is: a rate curve is scaled to each
-    rate as its daily mean (`Traffic.with_rate`), so the run, which starts at the curve's start hour, sees
-    the curve's rate there, scaled alike."""
+    """What the rate column means for this traffic, and what 'arrived' is: a swept rate runs steady
+    (`stationary`: a rate curve becomes gamma gaps of its CV at that mean rate, not the day's curve from its
+    start hour)."""
     from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
 
     a = setup.traffic.arrivals
     arrived = "arrived: the mean arrival rate of the requests simulated at that rate"
+    if isinstance(a, RateCurve) and rates:
+        return [f"rate: each rate runs steady, with the gaps of the scenario's rate curve (gamma, CV {a.cv:g}) at "
+                f"that mean rate; the curve over the day (from hour {a.start_hour:g}, where it is "
+                f"{_curve_start_rps(a):.3g} requests/s) is what a run without --sweep-rates replays.", arrived]
     if isinstance(a, RateCurve):
-        factor = _curve_start_rps(a) / a.mean_rate_rps
-        shown = [_rate_of(setup, r)[0] for r in _rate_axis(rates)]
-        at = ", ".join(f"rate {r:g}: {r * factor:.3g} requests/s" for r in shown)
-        return [f"rate: the daily mean of the scenario's rate curve (the whole curve is scaled to it). The run "
-                f"starts at hour {a.start_hour:g}, where the curve is at {factor:.3g}x its daily mean "
-                f"({at}), and follows the curve from there.", arrived]
+        return [f"rate: the daily mean of the scenario's rate curve; the run starts at hour {a.start_hour:g}, "
+                f"where it is {_curve_start_rps(a):.3g} requests/s, and follows the curve from there.", arrived]
     if isinstance(a, Poisson):
         what = "the mean arrival rate (Poisson arrivals)"
     elif isinstance(a, Gamma):

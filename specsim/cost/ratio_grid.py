@@ -101,9 +101,6 @@ class RatioGrid:
         mesh = np.meshgrid(*(np.exp(a) for a in self.axes), indexing="ij")
         roof = np.asarray(base(*mesh), dtype=float)
         times = roof * np.exp(self.values)
-        running = np.full(times.shape[1:], np.nan)
-        out = times.copy()
-        for i in range(times.shape[0] - 1, -1, -1):
-            running = np.fmin(running, times[i])  # NaN (unmeasured) never wins
-            out[i] = np.where(np.isnan(times[i]), np.nan, running)
+        least = np.fmin.accumulate(times[::-1], axis=0)[::-1]  # least from each point up (NaN never wins)
+        out = np.where(np.isnan(times), np.nan, least)  # an unmeasured point stays unmeasured
         return RatioGrid(self.axes, safe_log(out) - safe_log(roof))

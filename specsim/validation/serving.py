@@ -25,7 +25,6 @@ from typing import Any
 
 import pandas as pd
 
-from specsim.acceptance.priors import task_of_dataset
 from specsim.errors import SpecsimError
 from specsim.simulate.frontier import crossover
 
@@ -64,11 +63,14 @@ def load_corpus(path: Path | None = None) -> pd.DataFrame:
 
 
 def task_of_prompts(prompts: object) -> str:
-    """The acceptance prior's task for a row's prompts: a dataset's task, else chat (random tokens)."""
-    text = str(prompts or "")
-    if text.startswith("dataset:"):
-        return task_of_dataset(text.split(":", 1)[1]) or RANDOM_TASK
-    return RANDOM_TASK
+    """The acceptance prior's task for a row's prompts (`advise.benchmark.prompts_task`: random tokens take the
+    chat prior, a dataset its task); a prompt set the priors do not know takes the chat prior too."""
+    from specsim.advise.benchmark import prompts_task
+
+    try:
+        return prompts_task(str(prompts or "random"))[0] or RANDOM_TASK
+    except SpecsimError:
+        return RANDOM_TASK
 
 
 def _num(row: pd.Series, key: str) -> float | None:

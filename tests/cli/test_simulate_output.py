@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from specsim.advise.simulation import make_setup
+from specsim.advise.traffic import stationary
 from specsim.cli._format import fmt_value
 from specsim.scenario.scenario import load_scenario
-from specsim.scenario.traffic import generate_requests
+from specsim.scenario.traffic import Gamma, generate_requests
 from specsim.step.policy import Policy
 from tests._cli import run
 from tests.corpus.harness import ROOT, invoke
@@ -127,24 +128,18 @@ def test_sweep_fits_80_columns_and_says_what_the_rate_means(fmt: str) -> None:
             "--sweep-policies", f"off;{LONG_POLICY}", "-j", "1"]
     r = invoke(*args, "-f", fmt)
     assert r.code == 0, r.err
-    hour, at_start, mean = _curve()
-    factor = at_start / mean
-    # the rate is the curve's daily mean; the run starts at the scenario's start hour, at the curve's rate there
+    hour, at_start, _mean = _curve()
+    # each rate runs steady with the curve's gaps (gamma, CV 2) at that mean, not the day's curve from its start
     note = " ".join(r.out.split())  # the note wraps at the terminal's width
-    assert "rate: the daily mean of the scenario's rate curve (the whole curve is scaled to it)" in note
-    assert (f"The run starts at hour {hour:g}, where the curve is at {factor:.3g}x its daily mean (rate 4: "
-            f"{4 * factor:.3g} requests/s, rate 8: {8 * factor:.3g} requests/s, rate 12: {12 * factor:.3g} "
-            "requests/s)") in note, r.out
-    assert "7.11 requests/s" in note  # 4 x 12 / 6.75
-    # ... and that is the rate the simulated requests arrive at: the swept traffic at rate 4, run in full
+    assert ("rate: each rate runs steady, with the gaps of the scenario's rate curve (gamma, CV 2) at that mean "
+            f"rate; the curve over the day (from hour {hour:g}, where it is {at_start:.3g} requests/s)") in note, r.out
     s = load_scenario(CHAT)
-    full = make_setup(s, draft="eagle3", policy=Policy.static(3)).traffic.with_rate(4.0)
-    req = generate_requests(full, 0)
-    assert req.n == 3000 and req.arrival_s[-1] < 3600  # the scenario's 3,000 requests all within the start hour
-    assert req.mean_rate_rps == pytest.approx(4 * factor, rel=0.1)
-    # the "arrived" column: the mean arrival rate of the 200 requests each rate simulated
     swept = make_setup(s, requests=200, draft="eagle3", policy=Policy.static(3)).traffic
-    arrived = {rate: generate_requests(swept.with_rate(rate), 0).mean_rate_rps for rate in (4.0, 8.0, 12.0)}
+    steady = stationary(swept, 4.0)
+    assert isinstance(steady.arrivals, Gamma) and steady.arrivals.cv == 2.0
+    # the "arrived" column: the mean arrival rate of the 200 requests each rate simulated, near the rate itself
+    arrived = {rate: generate_requests(stationary(swept, rate), 0).mean_rate_rps for rate in (4.0, 8.0, 12.0)}
+    assert all(v == pytest.approx(rate, rel=0.3) for rate, v in arrived.items())
     csv = pd.read_csv(StringIO(invoke(*args, "-f", "csv").out))
     if fmt == "markdown":
         assert "| rate (req/s) | draft | policy | arrived (req/s) | TTFT p99 (ms) |" in r.out
