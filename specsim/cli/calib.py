@@ -15,7 +15,10 @@ from specsim.errors import SpecsimError
 from specsim.files import Outputs, check_target
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from specsim.calibration.run import CalibrationRun
+    from specsim.cost.hardware_profile import HardwareProfile
 
 import_app = typer.Typer(help="Convert public profiling data to the measurement schema.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -128,12 +131,17 @@ def calibrate_tables(
     score_only: Annotated[bool, typer.Option(
         "--score-only", help="no fit: score the profile as it is on the tables' held-out shapes")] = False,
     name: Annotated[str | None, typer.Option("--name", help="name of the fitted profile")] = None,
+    family: Annotated[str, typer.Option(
+        "--family", help="all | kernels (GEMM, attention, MoE, all-reduce) | alltoall (MoE dispatch+combine)")
+    ] = "all",
     fmt: Fmt = "table",
 ) -> None:
     """Fit a profile to NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".\\[tables]"):
     GEMMs, then attention, fused MoE and all-reduce per implementation, each stage on its own rows,
     with half the shapes held out; prints the error per family and band on the held-out shapes and
-    writes the profile with its provenance (package version, framework, kernels)."""
+    writes the profile with its provenance (package version, framework, kernels). The MoE all-to-all
+    (DeepEP dispatch + combine, modes ll and normal) is fitted to SGLang's DeepEP tables with every
+    third token count held out (vLLM's and TensorRT-LLM's tables scored as a check)."""
     from specsim.calibration import tables as tab
     from specsim.calibration.writing import write_profile
     from specsim.cost.hardware import load_hardware
@@ -147,25 +155,50 @@ def calibrate_tables(
         if output.suffix not in (".yaml", ".yml"):
             raise SpecsimError(f"--output must end in .yaml or .yml, got {output}")
         check_target(output)
+    if family not in ("all", "kernels", "alltoall"):
+        raise SpecsimError(f"--family must be all, kernels or alltoall, got {family!r}")
     base = load_hardware(hardware)
-    if score_only:
-        rows = tab.load_rows(base.name, framework)
-        report = tab.score(base, rows)
-        fitted = base
-    else:
-        fitted, report, rows = tab.calibrate_to_tables(base, framework, starts)
-        if name:
-            import dataclasses
+    fitted = base
+    report = None
+    if family != "alltoall":
+        if score_only:
+            report = tab.score(base, tab.load_rows(base.name, framework))
+        else:
+            fitted, report, _ = tab.calibrate_to_tables(base, framework, starts)
+    a2a = _alltoall_report(fitted, fit=not score_only) if family != "kernels" else None
+    if a2a is not None:
+        fitted, a2a_report = a2a
+    if name and not score_only:
+        import dataclasses
 
-            fitted = dataclasses.replace(fitted, name=name)
+        fitted = dataclasses.replace(fitted, name=name)
     if output is not None:
         with Outputs() as outs:
             write_profile(fitted, outs.path(output))
-    shown = report[(report["rows"] == "held-out") | (report["op"] == "allreduce")]
-    emit(shown.drop(columns=["device", "framework"]), fmt,
-         f"{fitted.name} on NVIDIA's {framework} tables: mean absolute error (%), held-out shapes")
+    if report is not None:
+        shown = report[(report["rows"] == "held-out") | (report["op"] == "allreduce")]
+        emit(shown.drop(columns=["device", "framework"]), fmt,
+             f"{fitted.name} on NVIDIA's {framework} tables: mean absolute error (%), held-out shapes")
+    if a2a is not None:
+        emit(a2a_report.rename(columns={"framework": "fw", "mape": "mean%", "median": "median%"}), fmt,
+             f"{fitted.name} MoE all-to-all (DeepEP) vs NVIDIA's tables: |error| (%)")
     if fmt == "table" and output is not None:
         print(f"wrote {output}")
+
+
+def _alltoall_report(hw: HardwareProfile, fit: bool) -> tuple[HardwareProfile, pd.DataFrame] | None:
+    """The profile (its all-to-all fitted when `fit`) and the all-to-all score on NVIDIA's tables;
+    None (a note on stderr) for a GPU they do not cover."""
+    from specsim.calibration.alltoall import alltoall_rows, fit_alltoall, score_alltoall
+
+    try:
+        rows = alltoall_rows(hw)
+    except SpecsimError as exc:
+        print(f"no MoE all-to-all tables for {hw.name}: {exc}", file=sys.stderr)
+        return None
+    if fit:
+        hw = fit_alltoall(hw, rows)
+    return hw, score_alltoall(hw, rows)
 
 
 @app.command()

@@ -351,6 +351,127 @@ def import_aiconfigurator(systems: Sequence[str] | None = None, frameworks: Sequ
     return df.loc[:, list(OUTPUT_COLUMNS)].reset_index(drop=True)
 
 
+# --------------------------------------------------------------------------------------------------
+# MoE all-to-all (expert-parallel dispatch + combine): DeepEP "ll" (low-latency) and "normal" (ht)
+
+#: The all-to-all tables: SGLang's DeepEP benchmarks (one file per mode) and the unified table of
+#: vLLM and TensorRT-LLM (`comm_backend` names the mode).
+ALLTOALL_TABLES = ("wideep_deepep_ll_perf", "wideep_deepep_normal_perf", "moe_a2a_perf")
+#: comm_backend of moe_a2a_perf -> mode (aiconfigurator_core/sdk/operations/moe_comm.py: deepep_ht and
+#: trtllm_deepep_ht serve context, the _ll backends generation); deepep_v2_* are left out.
+_A2A_MODES = {"deepep_ll": "ll", "trtllm_deepep_ll": "ll", "deepep_ht": "normal", "trtllm_deepep_ht": "normal"}
+#: The all-to-all frame's columns (alltoall_tables).
+ALLTOALL_COLUMNS = ("system", "framework", "version", "mode", "phase", "ep", "hidden", "topk", "num_experts",
+                    "tokens_per_rank", "dtype", "time_s", "sms", "node_num", "source")
+
+
+def gpus_per_node(system: str, root: str | os.PathLike[str] | None = None) -> int:
+    """`node.num_gpus_per_node` of aiconfigurator's system YAML (8 for HGX boards, 4 for a GB200/GB300
+    compute tray); 8 when the file is missing."""
+    import yaml
+
+    path = data_root(root).parent / f"{system}.yaml"
+    try:
+        node = (yaml.safe_load(path.read_text()) or {}).get("node") or {}
+        return int(node.get("num_gpus_per_node", 8))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 8
+
+
+def _a2a_sglang(path: Path, mode: str) -> pd.DataFrame:
+    """SGLang's DeepEP tables: one row per shape with dispatch and combine columns. The collector
+    (ai-dynamo/aiconfigurator collector/deep_collector/test_low_latency.py, test_intranode.py, parsed
+    by extract_data.py) runs DeepEP's own tests: `num_token` tokens on EVERY rank, LL dispatch with
+    use_fp8=True (payload hidden + hidden/128 x 4 scale + 16 bytes per token copy), LL combine bf16;
+    normal mode keeps the "Best dispatch (FP8)" line (fp8) and a bf16 combine, at each SM count
+    `dispatch_sms` / `combine_sms` (DeepEP's Buffer.num_sms default is 20)."""
+    d = _pq().read_table(str(path)).to_pandas()
+    parts = []
+    for phase, dtype in (("dispatch", "fp8"), ("combine", "bf16")):
+        col = f"{phase}_avg_t_us" if mode == "ll" else f"{phase}_transmit_us"
+        sms = d[f"{phase}_sms"] if f"{phase}_sms" in d.columns else np.nan
+        parts.append(pd.DataFrame({
+            "framework": "sglang", "mode": mode, "phase": phase, "hidden": d["hidden_size"],
+            "topk": d["num_topk"], "num_experts": d["num_experts"], "tokens_per_rank": d["num_token"],
+            "dtype": dtype, "time_s": pd.to_numeric(d[col], errors="coerce") * 1e-6, "sms": sms,
+            "node_num": d["node_num"], "device_name": d["device"].astype(str)}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _a2a_unified(path: Path) -> pd.DataFrame:
+    """vLLM's and TensorRT-LLM's moe_a2a_perf: one row per phase; `num_tokens` per rank (the SDK's
+    MoEAllToAll looks it up with per-rank token counts), `latency` in microseconds, comm_dtype as
+    collected ("default" for vLLM: the collector's unquantised default)."""
+    d = _pq().read_table(str(path)).to_pandas()
+    backend = d["comm_backend"].astype(str)
+    d = d[backend.isin(list(_A2A_MODES))]
+    fw = d["framework"].astype(str).str.lower().map(lambda x: _FW_NAMES.get(x, x))
+    return pd.DataFrame({
+        "framework": fw, "mode": d["comm_backend"].astype(str).map(_A2A_MODES), "phase": d["phase"].astype(str),
+        "hidden": d["hidden_size"], "topk": d["topk"], "num_experts": d["num_experts"],
+        "tokens_per_rank": d["num_tokens"], "dtype": _dtype(d["comm_dtype"]),
+        "time_s": pd.to_numeric(d["latency"], errors="coerce") * 1e-6, "sms": d["sms"], "node_num": d["node_num"],
+        "ep": d["ep_size"], "device_name": d["device"].astype(str)})
+
+
+def alltoall_tables(systems: Sequence[str] | None = None, frameworks: Sequence[str] | None = None, *,
+                    latest: bool = True, root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """NVIDIA's MoE all-to-all tables as one tidy frame (columns ``ALLTOALL_COLUMNS``): one row per
+    (shape, phase), time in seconds of one dispatch or combine kernel on one rank.
+
+    ``ep`` is the table's ep_size, or for SGLang's files (which have none) node_num x the system's GPUs
+    per node (`gpus_per_node`: the collector launches one process per GPU of each node).
+    ``tokens_per_rank`` is the tokens each rank dispatches. ``latest`` keeps, per shape, the newest
+    framework version that measured it (the same overlay as ``import_aiconfigurator``); rows the
+    collector copied from another GPU (SGLang 0.5.6.post2's h200 normal table holds H100 rows) are
+    dropped.
+    """
+    base = data_root(root)
+    wanted = [system_name(s) for s in systems] if systems else available_systems(base)
+    fws = None if frameworks is None else {f.lower() for f in frameworks}
+    version = installed_version() or "unknown"
+    parts = []
+    for system in wanted:
+        for path in sorted((base / system / "comm").glob("*/*/*.parquet")):
+            table = path.stem
+            if table not in ALLTOALL_TABLES:
+                continue
+            if table == "moe_a2a_perf":
+                d = _a2a_unified(path)
+            else:
+                d = _a2a_sglang(path, "ll" if table.endswith("_ll_perf") else "normal")
+                d["ep"] = pd.to_numeric(d["node_num"]) * gpus_per_node(system, base)
+            if fws is not None:
+                d = d[d["framework"].isin(fws)]
+            d["system"] = system
+            d["version"] = path.parts[-2]
+            d["source"] = f"aiconfigurator-core {version}: {path.relative_to(base.parent.parent)}"
+            parts.append(d)
+    if not parts:
+        raise SpecsimError("no aiconfigurator all-to-all rows for this selection")
+    df = pd.concat(parts, ignore_index=True)
+    # rows measured on another GPU than the folder's (0.5.6.post2 h200_sxm normal holds H100 rows):
+    # the device name must contain the system's GPU ("h200_sxm" -> "H200")
+    gpu = df["system"].str.split("_").str[0].str.upper()
+    df = df[[g in d.upper() for g, d in zip(gpu, df["device_name"], strict=True)]]
+    for col in ("ep", "hidden", "topk", "num_experts", "tokens_per_rank", "sms", "node_num"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df = df[df["time_s"] > 0]
+    key = ["system", "framework", "mode", "phase", "ep", "hidden", "topk", "num_experts", "tokens_per_rank",
+           "dtype", "sms"]
+    # repeated runs of one shape in one version -> their median
+    hv = pd.util.hash_pandas_object(df[[*key, "version"]].fillna(-1), index=False).to_numpy()
+    median = df["time_s"].groupby(hv).transform("median").to_numpy()
+    df = df.assign(time_s=median)[~pd.Series(hv).duplicated().to_numpy()]
+    h = pd.util.hash_pandas_object(df[key].fillna(-1), index=False).to_numpy()
+    if latest:
+        rank = df["version"].astype(str).map(version_key)
+        order = {v: i for i, v in enumerate(sorted(set(rank)))}
+        r = rank.map(order).to_numpy()
+        df = df[r == pd.Series(r).groupby(h).transform("max").to_numpy()]
+    return df.loc[:, list(ALLTOALL_COLUMNS)].reset_index(drop=True)
+
+
 def measurements(systems: Sequence[str] | None = None, frameworks: Sequence[str] | None = None,
                  families: Sequence[str] | None = None, *, latest: bool = True,
                  root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
@@ -361,6 +482,7 @@ def measurements(systems: Sequence[str] | None = None, frameworks: Sequence[str]
     return check_measurements(df, "aiconfigurator tables")
 
 
-__all__ = ["DEFAULT_FAMILIES", "DEVICE_MAP", "FAMILIES", "FRAMEWORKS", "OUTPUT_COLUMNS", "available_systems",
-           "data_root", "device_name", "import_aiconfigurator", "installed_version", "measurements",
-           "system_name", "table_files", "version_key"]
+__all__ = ["ALLTOALL_COLUMNS", "ALLTOALL_TABLES", "DEFAULT_FAMILIES", "DEVICE_MAP", "FAMILIES", "FRAMEWORKS",
+           "OUTPUT_COLUMNS", "alltoall_tables", "available_systems", "data_root", "device_name", "gpus_per_node",
+           "import_aiconfigurator", "installed_version", "measurements", "system_name", "table_files",
+           "version_key"]

@@ -131,6 +131,38 @@ def _allreduce_impls(raw: object, where: str) -> dict[str, dict[int, tuple[float
     return out
 
 
+_ALLTOALL_FIELDS = ("dispatch_latency_us", "dispatch_efficiency", "combine_latency_us", "combine_efficiency")
+
+
+def _alltoall(raw: object, where: str) -> dict[str, tuple[float, float, float, float]]:
+    """interconnect.alltoall: {ll | normal: {dispatch_latency_us, dispatch_efficiency, combine_latency_us,
+    combine_efficiency}} (specsim/cost/alltoall.py); latencies > 0 us, efficiencies in (0, 1]."""
+    from specsim.cost.alltoall import ALLTOALL_MODES
+
+    if raw is None:
+        return {}
+    w = f"{where}.alltoall"
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{w}: must be a mapping of mode ({', '.join(ALLTOALL_MODES)}) to "
+                           f"{{{', '.join(_ALLTOALL_FIELDS)}}}")
+    out: dict[str, tuple[float, float, float, float]] = {}
+    for mode, entry in raw.items():
+        if mode not in ALLTOALL_MODES:
+            raise SpecsimError(f"{w}: unknown mode {str(mode)!r} (allowed: {', '.join(ALLTOALL_MODES)})")
+        wm = f"{w}.{mode}"
+        if not isinstance(entry, dict):
+            raise SpecsimError(f"{wm}: must be a mapping {{{', '.join(_ALLTOALL_FIELDS)}}}")
+        if unknown := set(entry) - set(_ALLTOALL_FIELDS):
+            raise SpecsimError(f"{wm}: unknown field(s) {sorted(map(str, unknown))} "
+                               f"(allowed: {', '.join(_ALLTOALL_FIELDS)})")
+        values = [positive(entry, key, wm) for key in _ALLTOALL_FIELDS]
+        for key, value in zip(_ALLTOALL_FIELDS, values, strict=True):
+            if key.endswith("efficiency") and value > 1:
+                raise SpecsimError(f"{wm}: field '{key}' must be in (0, 1], got {value}")
+        out[str(mode)] = (values[0] * 1e-6, values[1], values[2] * 1e-6, values[3])
+    return out
+
+
 def _cost_model(raw: object, where: str) -> CostModelChoice:
     """cost_model: roofline | table, or {backend, framework, measurements}."""
     if raw is None:
@@ -218,6 +250,7 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
             allreduce_latency_s=positive(ic, "allreduce_latency_us", icw) * 1e-6,
             allreduce_by_world_size=_allreduce_table(ic.get("allreduce_by_world_size"), icw),
             allreduce_by_implementation=_allreduce_impls(ic.get("allreduce_by_implementation"), icw),
+            alltoall=_alltoall(ic.get("alltoall"), icw),
         ),
         launch_overhead_s=positive(data, "launch_overhead_us", where) * 1e-6,
         efficiency=_efficiency(data.get("efficiency"), where),

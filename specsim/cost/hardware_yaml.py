@@ -18,8 +18,17 @@ class AllreduceYaml(TypedDict):
     sharpness: float
 
 
+class AlltoallYaml(TypedDict):
+    """One mode of the MoE all-to-all parameters (interconnect.alltoall)."""
+
+    dispatch_latency_us: float
+    dispatch_efficiency: float
+    combine_latency_us: float
+    combine_efficiency: float
+
+
 class InterconnectYaml(TypedDict, total=False):
-    """The interconnect block; the two tables only where the profile has them."""
+    """The interconnect block; the all-reduce tables and the all-to-all block only where the profile has them."""
 
     kind: str
     link_bw_gb_per_s: float
@@ -27,6 +36,7 @@ class InterconnectYaml(TypedDict, total=False):
     allreduce_latency_us: float
     allreduce_by_world_size: dict[int, AllreduceYaml]
     allreduce_by_implementation: dict[str, dict[int, AllreduceYaml]]
+    alltoall: dict[str, AlltoallYaml]
 
 
 class ProfileYaml(TypedDict, total=False):
@@ -71,6 +81,10 @@ def _interconnect_yaml(hw: HardwareProfile) -> InterconnectYaml:
     if ic.allreduce_by_implementation:
         out["allreduce_by_implementation"] = {impl: _allreduce_yaml(t)
                                               for impl, t in ic.allreduce_by_implementation.items()}
+    if ic.alltoall:
+        out["alltoall"] = {mode: {"dispatch_latency_us": p[0] * 1e6, "dispatch_efficiency": p[1],
+                                  "combine_latency_us": p[2] * 1e6, "combine_efficiency": p[3]}
+                           for mode, p in ic.alltoall.items()}
     return out
 
 
