@@ -14,7 +14,7 @@ from specsim.acceptance.priors import PriorMatch, chain_shape, lookup
 #: Reference draft length of each method's prior: where it is chosen and its band is drawn (the
 #: engines' usual settings: vLLM/SGLang EAGLE chains 3-5, MTP 1-3, n-gram 4, draft models 4-5).
 REFERENCE_K = {"mtp": 3, "eagle3": 4, "eagle": 4, "eagle2": 4, "medusa": 4, "draft_model": 4, "ngram": 4,
-               "suffix": 4, "lookahead": 4, "p_eagle": 7, "dflash": 7, "dspark": 7}
+               "suffix": 4, "lookahead": 4, "p_eagle": 7, "dflash": 7, "dspark": 7, "pard": 12}
 
 
 def prior_match(method: str, target: Any, draft: Any = None, task: str | None = None,

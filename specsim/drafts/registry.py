@@ -16,6 +16,9 @@ Methods (seed chapter, "Choosing a draft"; vLLM / SGLang / TensorRT-LLM method n
                 per verification
   p_eagle, dflash, dspark
                 parallel drafters: all k drafts from ONE forward pass        families/parallel.py
+  pard          PARD parallel draft model (An et al. 2025): a small model of    families/pard.py
+                the target's family, k drafts from ONE pass over the verified
+                tokens and k - 1 masks, own KV cache
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from specsim.drafts.families.lookup import NGRAM, SUFFIX
 from specsim.drafts.families.medusa import MEDUSA
 from specsim.drafts.families.none import NONE
 from specsim.drafts.families.parallel import DFLASH, DSPARK, P_EAGLE
+from specsim.drafts.families.pard import PARD
 from specsim.drafts.family import DraftFamily
 from specsim.errors import SpecsimError
 
 #: Every draft method's family, by the method's name (in the order error messages list them).
 FAMILIES: Mapping[str, DraftFamily] = {f.method: f for f in (
-    NONE, DRAFT_MODEL, NGRAM, SUFFIX, MEDUSA, EAGLE, EAGLE2, EAGLE3, MTP, LOOKAHEAD, P_EAGLE, DFLASH, DSPARK)}
+    NONE, DRAFT_MODEL, NGRAM, SUFFIX, MEDUSA, EAGLE, EAGLE2, EAGLE3, MTP, LOOKAHEAD, P_EAGLE, DFLASH, DSPARK, PARD)}
 METHODS = tuple(FAMILIES)
 
 

@@ -8,12 +8,13 @@ from specsim.errors import SpecsimError
 
 def test_every_method_has_its_family() -> None:
     assert METHODS == ("none", "draft_model", "ngram", "suffix", "medusa", "eagle", "eagle2", "eagle3", "mtp",
-                       "lookahead", "p_eagle", "dflash", "dspark")
+                       "lookahead", "p_eagle", "dflash", "dspark", "pard")
     assert all(family_of(m).method == m for m in METHODS)
     names = {m: FAMILIES[m].name for m in METHODS}
     assert names == {"none": "none", "draft_model": "draft_model", "ngram": "lookup", "suffix": "lookup",
                      "medusa": "medusa", "eagle": "head", "eagle2": "head", "eagle3": "head", "mtp": "head",
-                     "lookahead": "lookahead", "p_eagle": "parallel", "dflash": "parallel", "dspark": "parallel"}
+                     "lookahead": "lookahead", "p_eagle": "parallel", "dflash": "parallel", "dspark": "parallel",
+                     "pard": "pard"}
 
 
 def test_family_flags() -> None:
@@ -22,7 +23,7 @@ def test_family_flags() -> None:
 
     assert having("speculates") == set(METHODS) - {"none"}
     assert having("can_tree") == {"eagle", "eagle2", "eagle3", "medusa"}
-    assert having("parallel") == {"p_eagle", "dflash", "dspark"}
+    assert having("parallel") == {"p_eagle", "dflash", "dspark", "pard"}
     assert having("host_drafter") == {"ngram", "suffix"}
     assert having("drafts_on_match") == {"ngram"}
 

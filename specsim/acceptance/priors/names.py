@@ -94,6 +94,9 @@ _METHODS = (
                sized_draft=True, default_depth=5,
                default_depth_why="HF assisted generation num_assistant_tokens = 5 (transformers GenerationConfig), "
                "which Spec-Bench's and EAGLE-2's SpS baselines run"),
+    MethodInfo("pard", ("pard_draft",), "iid", "draft_model", sized_draft=True, parallel=True,
+               related={"draft_model": 1.0}, default_depth=12,
+               default_depth_why="k not stated: the PARD reference loop's draft_k = 12 (AMD-AIG-AIMA/PARD README)"),
     MethodInfo("self_spec_sparse_kv", ("magicdec",), "iid", "draft_model"),
     MethodInfo("lookahead", (), "iid", "lookup", default_depth=4,
                default_depth_why="lookahead decoding defaults (hao-ai-lab/LookaheadDecoding, Spec-Bench: level "

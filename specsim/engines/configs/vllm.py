@@ -18,7 +18,7 @@ from specsim.records import Json
 
 VLLM_METHOD = {"draft_model": "draft_model", "ngram": "ngram", "suffix": "suffix", "medusa": "medusa",
                "eagle": "eagle", "eagle2": "eagle", "eagle3": "eagle3", "mtp": "deepseek_mtp",
-               "p_eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
+               "p_eagle": "eagle3", "dflash": "dflash", "dspark": "dspark", "pard": "draft_model"}
 
 #: the dynamic speculative decoding profile's settings (DynamicSpeculativeConfig)
 DYNAMIC_KEYS = ("max_num_speculative_tokens", "acceptance_rate_per_pos", "batch_stats")
@@ -30,6 +30,12 @@ def _draft_model(spec: Speculation) -> dict[str, Json]:
     if spec.draft_tp:
         out["draft_tensor_parallel_size"] = spec.draft_tp
     return out
+
+
+def _parallel_draft_model(spec: Speculation) -> dict[str, Json]:
+    """PARD: a draft model run as a parallel drafter (vLLM PR #32887; docs/features/speculative_decoding/pard.md,
+    vllm-project/vllm#35973)."""
+    return {**_draft_model(spec), "parallel_drafting": True}
 
 
 def _head(spec: Speculation) -> dict[str, Json]:
@@ -49,7 +55,7 @@ def _ngram(spec: Speculation) -> dict[str, Json]:
 #: what each method adds to its --speculative-config (a method not here adds nothing)
 VLLM_SETTINGS: dict[str, Callable[[Speculation], dict[str, Json]]] = {
     "draft_model": _draft_model, "eagle": _head, "eagle2": _head, "eagle3": _head, "medusa": _head,
-    "p_eagle": _parallel_head, "dflash": _head, "dspark": _head, "ngram": _ngram}
+    "p_eagle": _parallel_head, "dflash": _head, "dspark": _head, "ngram": _ngram, "pard": _parallel_draft_model}
 
 
 def speculative_config(spec: Speculation) -> dict[str, Json]:
