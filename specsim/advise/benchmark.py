@@ -69,6 +69,8 @@ class BenchmarkFlags:
     model: str
     drafts: tuple[str, ...]
     tp: int = 1
+    dp: int = 1  # data-parallel attention groups (cost/layout.py)
+    ep: int = 1  # expert parallelism
     engine: str | None = None
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
@@ -135,6 +137,7 @@ def benchmark_scenario(f: BenchmarkFlags) -> Scenario:
         "serving": {"max_num_seqs": seqs, "max_num_batched_tokens": max(8192, seqs),
                     "speculation": "plan" if f.k is None else ({"k": f.k} if f.k else "off")},
     }
+    data.update({key: getattr(f, key) for key in ("dp", "ep") if getattr(f, key) > 1})
     if f.engine is not None:
         data["engine"] = f.engine
     task, _ = prompts_task(f.prompts, f.task)

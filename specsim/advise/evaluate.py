@@ -26,6 +26,7 @@ from specsim.acceptance.tree_shapes import chain
 from specsim.acceptance.trees import Tree
 from specsim.cost.costmodel import describe as cost_model_label
 from specsim.cost.hardware import load_hardware
+from specsim.cost.layout import Layout, check_layout
 from specsim.cost.model import load_model
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
@@ -71,6 +72,7 @@ class RealCost:
     num_draft_tokens: int | None = None
     engine: str = DEFAULT_ENGINE  # a bundled name or version, or a profile YAML path
     cost_model: str | None = None  # None: the hardware profile's
+    layout: Layout | None = None  # DP attention, EP, pipeline, context parallelism beside tp (cost/layout.py)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,8 @@ class RealStep(StepResult):
     k: int
     cost_model: str
     tp: int
+    gpus: int
+    layout: str
 
 
 def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
@@ -259,8 +263,10 @@ def _target_and_draft(cost: RealCost, profile: AcceptanceProfile | None) -> tupl
         hw = hw.with_cost_model(cost.cost_model)
     bundled = "/" not in cost.engine and not cost.engine.endswith((".yaml", ".yml"))
     target = Target(hw, load_model(cost.model), cost.tp, cost.weight_dtype, cost.kv_dtype,
-                    engine=bundled_engine(cost.engine) if bundled else load_engine(cost.engine))
+                    engine=bundled_engine(cost.engine) if bundled else load_engine(cost.engine), layout=cost.layout)
     target.model.check_tp(cost.tp, "--tp")
+    if cost.layout is not None:
+        check_layout(cost.layout, target.model.n_experts)
     spec: dict[str, object] = {"method": cost.draft}
     for key in ("draft_tp", "topk", "num_draft_tokens"):
         if getattr(cost, key) is not None:
@@ -303,7 +309,7 @@ def checked_memory(target: Target, d: Draft, k: int, batch: int, context: int) -
            else f"with {d.label} at k={k} (plain decoding needs {float(base.total) / GIB:.1f} GiB)")
     need, cap = float(mem.total / GIB), float(mem.capacity / GIB)
     raise SpecsimError(f"does not fit: {need:.1f} GiB needed of {cap:.1f} GiB per GPU for {target.model.name} "
-                       f"on {target.tp}x {target.hardware.name} at batch {batch}, context {context}, "
+                       f"on {target.where} at batch {batch}, context {context}, "
                        f"{target.weight_dtype} weights, {why}; lower --batch or --context, raise --tp, or use "
                        "--weight-dtype fp8 / --kv-dtype fp8")
 
@@ -318,10 +324,11 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
     measured = req.acceptance.mean_length is not None
     source = "measured acceptance length" if measured else d.acceptance.source
     label = cost_model_label(target.hardware)
-    note = (f"{label} cost model: {target.model.name} on {cost.tp}x {target.hardware.name} as "
+    note = (f"{label} cost model: {target.model.name} on {target.where} as "
             f"{target.engine.name} runs it, draft {d.label} ({d.method}), acceptance "
             + ("measured (--acceptance-length)" if measured else d.acceptance.source
                + (f"; {d.acceptance.note}" if d.acceptance.note else "")))
     return RealStep(m, req.batch, req.context, source, note, d.label, d.method, target.engine.name,
                     d.acceptance.note if d.acceptance.note and not measured else None,
-                    float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp)
+                    float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp,
+                    target.gpus, str(target.layout or f"tp {target.tp}"))

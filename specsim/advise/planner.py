@@ -74,7 +74,8 @@ class PlannerCost:
 def kv_capacity_tokens(t: Target, d: Draft | None, k: int, context: float) -> int:
     """KV-cache tokens one replica holds: (capacity - weights - activations - reserves - draft weights) /
     KV bytes per token (target + draft), per GPU, from `plan.memory` at a representative context (sliding-
-    window models cache less per token at long contexts). SpecsimError when nothing is left for the KV."""
+    window models cache less per token at long contexts), times the DP-attention groups (each caches its own
+    sequences). SpecsimError when nothing is left for the KV."""
     plain = d is None or k <= 0 or not d.speculates
     dd = make_draft("none", t.model) if plain or d is None else d
     kk = 0 if plain else int(k)
@@ -85,9 +86,9 @@ def kv_capacity_tokens(t: Target, d: Draft | None, k: int, context: float) -> in
     free = float(mem.kv_capacity)
     if free <= 0 or per_token <= 0:
         what = "" if plain else f" with {dd.label} at k = {kk}"
-        raise SpecsimError(f"{t.model.name} on {t.tp}x {t.hardware.name}{what} leaves no memory for the KV cache "
+        raise SpecsimError(f"{t.model.name} on {t.where}{what} leaves no memory for the KV cache "
                            f"({free / 2**30:.1f} GiB): raise tp, use fp8 weights or lower memory use")
-    return int(free // per_token)
+    return int(free // per_token) * (1 if t.layout is None else t.layout.dp)
 
 
 def draft_profile(d: Draft, depth: int = MAX_DEPTH) -> AcceptanceProfile:

@@ -133,7 +133,7 @@ class Setup:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.limits.gpus_per_replica or self.scenario.tp
+        return self.limits.gpus_per_replica or self.scenario.gpus
 
     def table(self, policies: Sequence[Policy], requests: Sequence[Requests], draft: Draft | None = None
               ) -> StepTable:
@@ -221,7 +221,7 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
         raise SpecsimError(f"policy {policy.label} needs a draft: the scenario's draft is 'none'")
     if s.serving is not None and s.serving.kv_capacity_tokens is None:
         notes.append("KV capacity from the memory model (step/memory.py) for the draft and k simulated")
-    pricing = (Pricing(float(s.gpu_hour_usd), limits.gpus_per_replica or s.tp)
+    pricing = (Pricing(float(s.gpu_hour_usd), limits.gpus_per_replica or s.gpus)
                if s.gpu_hour_usd is not None else None)
     return Setup(s, t, traffic, file_seed if seed is None else int(seed), workloads, limits, d, policy, source,
                  limits.slo, pricing, tuple(notes))

@@ -76,3 +76,13 @@ def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = 
 
         s = dataclasses.replace(s, engine=load_engine(engine))
     return s
+
+
+# The parallel layout beside --tp (cost/layout.py): one option each, shared by the commands that price a target.
+Dp = Annotated[int, typer.Option("--dp", help="data-parallel attention groups of --tp GPUs each (SGLang "
+                                 "--enable-dp-attention: its --tp 8 --dp 8 is --tp 1 --dp 8 here)")]
+Ep = Annotated[int, typer.Option("--ep", help="expert parallelism: experts split over EP of the tp x dp GPUs")]
+Pp = Annotated[int, typer.Option("--pp", help="pipeline stages (layers split in sequence)")]
+Cp = Annotated[int, typer.Option("--cp", help="decode context parallelism: KV split over CP of the tp GPUs")]
+LayerSplit = Annotated[bool, typer.Option("--layer-split", help="with --pp: one microbatch through the stages, "
+                                          "one GPU busy at a time (Hugging Face device_map)")]

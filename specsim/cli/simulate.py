@@ -93,6 +93,9 @@ def simulate(
                         ] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="without a scenario: target model")] = None,
     tp: Annotated[int, typer.Option("--tp", help="without a scenario: tensor-parallel degree")] = 1,
+    dp: Annotated[int, typer.Option("--dp", help="without a scenario: data-parallel attention groups of --tp "
+                                                 "GPUs (SGLang's --tp 8 --dp 8 is --tp 1 --dp 8 here)")] = 1,
+    ep: Annotated[int, typer.Option("--ep", help="without a scenario: expert parallelism")] = 1,
     weight_dtype_: WeightDtype = None,
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="without a scenario: KV-cache dtype bf16 | fp8")
                         ] = "bf16",
@@ -137,7 +140,7 @@ def simulate(
             opts = dataclasses.replace(opts, rates=[*(opts.rates or []), float(rate)])
         flags = _benchmark_flags(hardware, model, draft, tp, engine, weight_dtype_, kv_dtype, k, input_len,
                                  output_len, range_ratio, client, task, acceptance_length, max_num_seqs, opts)
-        flags = dataclasses.replace(flags, prompts=prompts)
+        flags = dataclasses.replace(flags, prompts=prompts, dp=dp, ep=ep)
         from specsim.advise.benchmark import benchmark_scenario
 
         s = overridden(benchmark_scenario(flags), cost_model, None)
@@ -151,7 +154,8 @@ def simulate(
     else:
         _no_benchmark_flags(hardware=hardware, model=model, k=k, task=task, prompts=prompts,
                             acceptance_length=acceptance_length,
-                            max_num_seqs=max_num_seqs, weight_dtype=weight_dtype_, tp=tp, kv_dtype=kv_dtype,
+                            max_num_seqs=max_num_seqs, weight_dtype=weight_dtype_, tp=tp, dp=dp, ep=ep,
+                            kv_dtype=kv_dtype,
                             input_len=input_len, output_len=output_len, range_ratio=range_ratio)
         from specsim.scenario.scenario import load_scenario
 
@@ -211,7 +215,7 @@ def _benchmark_flags(hardware: str | None, model: str | None, draft: str | None,
 
 def _no_benchmark_flags(**given: Any) -> None:
     """A scenario says the model, hardware and traffic: the scenario-free flags given with one are refused."""
-    defaults = {"tp": 1, "kv_dtype": "bf16", "input_len": 1024, "output_len": 1024}
+    defaults = {"tp": 1, "dp": 1, "ep": 1, "kv_dtype": "bf16", "input_len": 1024, "output_len": 1024}
     extra = [name for name, v in given.items() if v is not None and v != defaults.get(name)]
     if extra:
         names = ", ".join("--" + e.replace("_", "-") for e in extra)

@@ -24,14 +24,20 @@ from specsim.cli._options import (
     Batch,
     Context,
     CostModel,
+    Cp,
+    Dp,
     DtypeAlias,
+    Ep,
     Fmt,
     KvDtype,
+    LayerSplit,
+    Pp,
     WeightDtype,
     check_batch_context,
 )
 from specsim.cli._options import weight_dtype as resolve_weight_dtype
 from specsim.cli.main import app
+from specsim.cost.layout import make_layout
 from specsim.errors import EXIT_CHECK_FAILED, SpecsimError
 
 if TYPE_CHECKING:
@@ -71,10 +77,13 @@ def _render_real(r: RealStep, fmt: str) -> None:
                       "acceptance": r.acceptance, **note, "memory_gib_per_gpu": r.memory_gib,
                       "memory_capacity_gib": r.capacity_gib, "fits_memory": r.fits_memory, "k": r.k,
                       "cost_model": r.cost_model, "batch": r.batch, "context": r.context, "tp": r.tp,
+                      "gpus": r.gpus, "layout": r.layout,
                       "cost_source": r.cost_source, "convention": MEAN_LENGTH_CONVENTION}, fmt)
         return
     rows: list[tuple[str, object]] = list(metrics.items())
     rows += [("memory per GPU (GiB)", f"{r.memory_gib:.1f} of {r.capacity_gib:.1f}"), ("acceptance", r.acceptance)]
+    if r.layout != f"tp {r.tp}":
+        rows.append(("GPUs", f"{r.gpus} ({r.layout})"))
     print_kv_table(f"speculative step: {r.draft} k={r.k}, batch {r.batch}, context {r.context}", rows,
                    note=_note(r))
 
@@ -170,6 +179,11 @@ def evaluate(
     model: _Model = None,
     draft: _Draft = None,
     tp: _Tp = 1,
+    dp: Dp = 1,
+    ep: Ep = 1,
+    pp: Pp = 1,
+    cp: Cp = 1,
+    layer_split: LayerSplit = False,
     draft_tp: _DraftTp = None,
     weight_dtype_: WeightDtype = None,
     kv_dtype: KvDtype = "bf16",
@@ -207,10 +221,14 @@ def evaluate(
 
     cost: RatioCost | RealCost
     if draft_cost_ratio is not None:
+        if (dp, ep, pp, cp, layer_split) != (1, 1, 1, 1, False):
+            raise SpecsimError("--dp, --ep, --pp, --cp and --layer-split price a real target: give them with "
+                               "--hardware/--model/--draft, not --draft-cost-ratio")
         cost = RatioCost(draft_cost_ratio, target_step_ms, ridge_tokens)
     elif hardware and model and draft:
+        layout = make_layout(tp, dp, ep, pp, cp, layer_split)
         cost = RealCost(hardware, model, draft, tp, draft_tp, weight_dtype, kv_dtype, topk, num_draft_tokens, engine,
-                        cost_model)
+                        cost_model, None if layout.simple else layout)
     else:
         raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
     # the lists are parsed when the application reads them (advise.evaluate.FloatList)

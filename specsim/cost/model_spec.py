@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.dtypes import Precision, kv_bytes
+from specsim.cost.layout import Layout, as_layout
 from specsim.errors import SpecsimError
 
 
@@ -311,6 +312,23 @@ class ModelSpec:
         per_token = self.top_k * branches * self.expert_hidden * self.moe_intermediate \
             + branches * self.hidden * self.shared_width + 2 * self.hidden * self.moe_latent
         return c["attention"] + c["dense_mlp"] + self.n_moe_layers * per_token + c["embedding"] + c["lm_head"]
+
+    def weight_bytes_per_gpu(self, precision: str, tp: int | Layout = 1) -> float:
+        """Bytes of weights on one GPU under a layout (layout.py): attention, shared experts, embeddings and the
+        head split over the attention tp (replicated over DP-attention groups); routed experts over every GPU
+        of a stage (ep x moe_tp); dense MLPs over tp, or over the stage when DP attention gathers their tokens
+        (an MoE model's dense layers, as SGLang runs them); the layers over the pipeline stages."""
+        lay = as_layout(tp)
+        p = Precision.parse(precision, self.native_precision)
+        c = self.param_counts()
+        branches = 3 if self.gated_mlp else 2
+        shared = self.n_moe_layers * branches * self.hidden * self.shared_width
+        dense_split = lay.world if self.is_moe else lay.tp
+        per_stage = (c["attention"] * p.bytes_of("attention") / lay.tp
+                     + c["dense_mlp"] * p.bytes_of("dense") / dense_split
+                     + (c["experts"] - shared) * p.bytes_of("experts") / lay.world
+                     + shared * p.bytes_of("experts") / lay.tp) / lay.pp
+        return per_stage + (c["embedding"] + c["lm_head"]) * p.bytes_of("head") / lay.tp / lay.pp
 
     def weight_bytes(self, precision: str) -> float:
         """Bytes of all weights under a precision spec (dtypes.Precision): each part in its own format."""

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from specsim.cost.alltoall import alltoall_time_s
 from specsim.cost.attention import attention_num_splits
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES
 from specsim.cost.hardware_profile import HardwareProfile
@@ -22,6 +23,7 @@ from specsim.cost.mixers import indexer_ops, linear_mixer_ops
 from specsim.cost.model_spec import ModelSpec
 from specsim.cost.moe import distinct_experts, moe_routing_bytes
 from specsim.cost.ops_core import Ctx, Op, PassShape, context, gemm, make_shape, moe_gemm, op, sum_ops
+from specsim.cost.roofline import Array
 
 __all__ = ["ACT_BYTES", "Op", "PassShape", "head_ops", "layer_ops", "make_shape"]
 
@@ -65,68 +67,111 @@ _GROUP_NAMES = {"full": "attention", "sparse": "attention_sparse", "local": "att
 
 def _attention_ops(c: Ctx) -> list[Op]:
     """Projections, attention per group of layers that read alike (model.attention_groups: full, local,
-    sparse top-k, compressed), the KV-cache write and the sparse-attention indexer."""
+    sparse top-k, compressed), the KV-cache write and the sparse-attention indexer.
+
+    Decode context parallelism (cp > 1, vLLM's DCP) splits each sequence's KV over cp GPUs of the tp group
+    that would hold duplicate KV heads: each reads 1/cp of the context for the queries of the cp GPUs
+    (all-gathered), and the partial outputs are combined by their log-sum-exp (one all-gather of the queries
+    and one reduce-scatter of the outputs over the cp group, priced as one all-reduce of both)."""
     model, s = c.model, c.s
+    cp = s.layout.cp
     count = model.n_attn_layers
     qkv, o, kvh, dqk, dv = _projections(c, count)
     heads = model.n_heads / s.tp
     kv_tok = model.kv_bytes_per_layer_token(s.kv_dtype, s.tp)
     ops = [qkv]
     for label, n, _, read in model.attention_groups(s.context_len):
-        at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, read, heads, kvh, dqk, dv, kv_tok)
+        read = read / cp
+        at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, read, heads * cp, kvh, dqk, dv, kv_tok)
         # Split-KV decode (flash-decoding) adds a combine kernel when the GPU's kernel splits the KV
         # (attention.attention_num_splits: units that do not fill the SMs; FA2 only for GQA decode).
-        _, splits, _ = attention_num_splits(s.batch, s.q_per_seq, read, heads, kvh, dqk, c.hw)
+        _, splits, _ = attention_num_splits(s.batch, s.q_per_seq, read, heads * cp, kvh, dqk, c.hw)
         ops.append(Op(_GROUP_NAMES.get(label, f"attention_{label}"), "attention", af, ab, at, ac, am, n,
                       np.where(splits > 1, 2.0, 1.0)))
     t_ = c.tokens
-    write_bytes = t_ * kv_tok * 2.0  # KV-cache write (reshape_and_cache): read the new K/V, write the cache
+    write_bytes = t_ * kv_tok * 2.0 / cp  # KV-cache write (reshape_and_cache): read the new K/V, write the cache
     ops.append(op(c, "kv_write", "attention", 0.0 * t_, write_bytes, c.cm.memory_op(write_bytes), 0.0 * t_,
                   c.cm.memory_op(write_bytes, 0.0), count))
+    if cp > 1:
+        comm = t_ * heads * cp * (dqk + dv) * ACT_BYTES
+        ar = c.cm.allreduce(comm, cp, s.allreduce)
+        ops.append(op(c, "context_parallel", "communication", 0.0 * t_, comm, ar, 0.0 * t_, ar, count, 2.0))
     return ops + indexer_ops(c) + [o]
 
 
-def _mlp_ops(c: Ctx, moe: bool, count: int) -> list[Op]:
+def _mlp_ops(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:
+    """The FFN of `count` layers: `c` prices what sees every DP-attention group's tokens (the experts; an MoE
+    model's dense layers, tensor-parallel over the stage as SGLang runs them under DP attention), `cl` what one
+    group runs on its own tokens (a dense model's MLP, the router, shared experts)."""
     model, s = c.model, c.s
-    t_ = c.tokens
-    tp, h = s.tp, model.hidden
+    lay = s.layout
+    h = model.hidden
     branches = 2 if model.gated_mlp else 1
     if not moe:
-        inter = model.intermediate / tp
-        return [gemm(c, "up", t_, branches * inter, h, count=count),
-                gemm(c, "down", t_, h, inter, count=count)]
+        gathered = model.is_moe and lay.dp > 1
+        cc, width = (c, lay.world) if gathered else (cl, lay.tp)
+        inter = model.intermediate / width
+        return [gemm(cc, "up", cc.tokens, branches * inter, h, count=count),
+                gemm(cc, "down", cc.tokens, h, inter, count=count)]
+    t_ = c.tokens
     e, k = float(model.n_experts), float(model.top_k)
     xh = model.expert_hidden  # a latent MoE's experts read and write its latent
     # Expected number of distinct experts T tokens route to (moe.distinct_experts): the
     # "expert tax" that makes verification of B(k+1) tokens read more expert weights than decode.
+    # Under expert parallelism each GPU holds E / ep experts (each expert's width split over moe_tp GPUs)
+    # and runs the ones its share of the T x k assignments reach.
     distinct = distinct_experts(t_, e, k)
     rows = t_ * k / distinct
-    inter = model.moe_intermediate / tp
-    act_bytes = moe_routing_bytes(t_, xh, inter, k, 1.0, model.gated_mlp, ACT_BYTES)
-    fixed = c.cm.moe_fixed(act_bytes, t_ * k * xh * ACT_BYTES, distinct)
+    local = distinct / lay.ep
+    inter = model.moe_intermediate / lay.moe_tp
+    act_bytes = moe_routing_bytes(t_, xh, inter, k, lay.ep, model.gated_mlp, ACT_BYTES)
+    fixed = c.cm.moe_fixed(act_bytes, t_ * k * xh * ACT_BYTES / lay.ep, local)
     # the fused-MoE grouped GEMMs as moe.moe_time_s prices them (the GPU's MoE kernel family)
-    up = moe_gemm(c, "up", rows, distinct, branches * inter, xh, e, inter, count)
-    down = moe_gemm(c, "down", rows, distinct, xh, inter, e, inter, count)
+    up = moe_gemm(c, "up", rows, local, branches * inter, xh, e / lay.ep, inter, count)
+    down = moe_gemm(c, "down", rows, local, xh, inter, e / lay.ep, inter, count)
     # token sort / block alignment, activation and weighted combine (vLLM / SGLang fused_moe)
     routing = op(c, "moe_routing", "linear", 0.0 * t_, act_bytes, fixed, 0.0 * t_, c.cm.memory_op(act_bytes, 0.0),
                  count, 4.0)
     # measured fused-MoE kernels (table cost model) correct the three parts alike
     ratio = c.expand(c.cm.moe_ratio(t_, xh, inter, e, k, c.gemm_dtype("experts"), c.weight_bytes("experts")))
-    ops = [gemm(c, "router", t_, e, h, count=count),
+    ops = [gemm(cl, "router", cl.tokens, e, h, count=count),
            *(replace(o, time_s=o.time_s * ratio) for o in (up, down, routing))]
     if model.moe_latent:
         ops += [gemm(c, "latent_down", t_, xh, h, count=count, part="experts"),
                 gemm(c, "latent_up", t_, h, xh, count=count, part="experts")]
     if model.shared_width:
-        shared = model.shared_width / tp
-        ops += [gemm(c, "shared_up", t_, branches * shared, h, count=count, part="experts"),
-                gemm(c, "shared_down", t_, h, shared, count=count, part="experts")]
+        shared = model.shared_width / lay.tp  # shared experts run with the group's tokens, split as attention
+        ops += [gemm(cl, "shared_up", cl.tokens, branches * shared, h, count=count, part="experts"),
+                gemm(cl, "shared_down", cl.tokens, h, shared, count=count, part="experts")]
     return ops
 
 
-def _elementwise(c: Ctx, moe: bool, count: int) -> list[Op]:
+def _ffn_comm(c: Ctx, cl: Ctx, moe: bool) -> tuple[Array, Array, float]:
+    """(seconds, bytes, kernels) per layer, in the pass's shape, of the collective that joins the FFN to the rest:
+    the all-reduce of a row-parallel MLP under tensor parallelism alone; with DP attention, DeepEP's dispatch and
+    combine all-to-all when the experts are split by EP (alltoall.py), else the all-gather of every group's
+    tokens before the FFN and the reduce-scatter after it (SGLang's DP-attention gather: priced as one
+    all-reduce of all the tokens over the stage, the same bytes on the wire)."""
     model, s = c.model, c.s
-    t_ = c.tokens
+    lay = s.layout
+    if lay.dp == 1 or not model.is_moe:
+        comm = cl.tokens * model.hidden * ACT_BYTES
+        on = float(lay.tp > 1)
+        return cl.expand(cl.cm.allreduce(comm, lay.tp, s.allreduce) * on), cl.expand(comm * on), on
+    if moe and lay.ep > 1:
+        per_rank = c.tokens / lay.world
+        t = alltoall_time_s(c.hw, per_rank, float(model.hidden), float(model.top_k), lay.ep, lay.a2a)
+        # bytes on the wire per rank: fp8 dispatch (1 byte + scales) and bf16 combine of T x k rows
+        return c.expand(t), c.expand(per_rank * model.top_k * model.hidden * (1.0 + ACT_BYTES)), 2.0
+    comm = c.tokens * model.hidden * ACT_BYTES
+    return c.expand(c.cm.allreduce(comm, lay.world, s.allreduce)), c.expand(comm), 2.0
+
+
+def _elementwise(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:
+    """Norms, rotary embedding and the activation of a dense MLP on one group's tokens, and the layer's
+    collectives: the attention output's all-reduce over tp and the FFN's (`_ffn_comm`)."""
+    model, s = cl.model, cl.s
+    t_ = cl.tokens
     h = model.hidden
     rope = t_ * (model.n_heads + model.n_kv_heads) / s.tp * model.head_dim * ACT_BYTES * 2
     norms = 2 * t_ * h * ACT_BYTES * 3  # two fused residual-add + RMSNorm kernels: read x, r; write
@@ -135,12 +180,15 @@ def _elementwise(c: Ctx, moe: bool, count: int) -> list[Op]:
     else:
         act = t_ * model.intermediate / s.tp * ACT_BYTES * (3 if model.gated_mlp else 2)
         bytes_, kernels = norms + rope + act, 4.0  # add+norm x2, rope, activation
-    ops = [op(c, "elementwise", "elementwise", 0.0 * t_, bytes_, c.cm.memory_op(bytes_, kernels), 0.0 * t_,
-              c.cm.memory_op(bytes_, 0.0), count, kernels)]
-    comm = t_ * h * ACT_BYTES  # row-parallel outputs of attention and MLP are all-reduced
-    ar = c.cm.allreduce(comm, s.tp, s.allreduce)
+    ops = [op(cl, "elementwise", "elementwise", 0.0 * t_, bytes_, cl.cm.memory_op(bytes_, kernels), 0.0 * t_,
+              cl.cm.memory_op(bytes_, 0.0), count, kernels)]
+    comm = t_ * h * ACT_BYTES  # the row-parallel attention output is all-reduced over tp
     on = 1.0 if s.tp > 1 else 0.0
-    ops.append(op(c, "allreduce", "communication", 0.0 * t_, comm * on, 2 * ar, 0.0 * t_, 2 * ar, count, 2.0 * on))
+    ar = cl.expand(cl.cm.allreduce(comm, s.tp, s.allreduce) * on)
+    ffn_t, ffn_bytes, ffn_kernels = _ffn_comm(c, cl, moe)
+    zero = 0.0 * ar
+    ops.append(Op("allreduce", "communication", zero, cl.expand(comm * on) + ffn_bytes, ar + ffn_t, zero,
+                  ar + ffn_t, count, on + ffn_kernels))
     return ops
 
 
@@ -166,12 +214,14 @@ def layer_ops(model: ModelSpec, hw: HardwareProfile, s: PassShape, moe: bool | N
     moe = model.is_moe if moe is None else moe
     count = model.n_moe_layers if moe else (model.n_dense_layers if model.is_moe else model.n_layers)
     c = context(model, hw, s)
-    return (_mixer_ops(c) if mixers else []) + _mlp_ops(c, moe, count) + _elementwise(c, moe, count)
+    cl = c if s.layout.dp == 1 else context(model, hw, s.local())
+    return (_mixer_ops(cl) if mixers else []) + _mlp_ops(c, cl, moe, count) + _elementwise(c, cl, moe, count)
 
 
 def head_ops(model: ModelSpec, hw: HardwareProfile, s: PassShape) -> list[Op]:
-    """Embedding, final norm, LM head over every new token, logits gather and sampling."""
-    c = context(model, hw, s)
+    """Embedding, final norm, LM head over every new token, logits gather and sampling (each DP-attention
+    group over its own tokens)."""
+    c = context(model, hw, s.local())
     t_ = c.tokens
     h, v = model.hidden, model.vocab
     # Collectives outside the layers: the embedding's all-reduce and the logits gather run as the

@@ -13,7 +13,7 @@ distinct T and broadcast back, so a sweep over batch, draft length and context s
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from specsim.cost.costmodel import CostModel, cost_model
 from specsim.cost.dtypes import ACT_BYTES, check_precision, compute_dtype, kv_bytes, part_dtype, weight_bytes
 from specsim.cost.hardware_profile import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
+from specsim.cost.layout import Layout, as_layout
 from specsim.cost.memo import ArrayMemo
 from specsim.cost.model_spec import ModelSpec
 from specsim.cost.roofline import Array
@@ -51,30 +52,45 @@ class Op:
 
 @dataclass(frozen=True)
 class PassShape:
-    """B sequences x q new tokens, each attending to context_len tokens; tp GPUs; dtypes; and the
-    all-reduce implementation the engine runs (hardware_profile.ALLREDUCE_IMPLEMENTATIONS)."""
+    """B sequences x q new tokens, each attending to context_len tokens; the parallel layout (layout.py:
+    tp, DP attention, EP, pipeline, context parallelism); dtypes; and the all-reduce implementation the
+    engine runs (hardware_profile.ALLREDUCE_IMPLEMENTATIONS). `batch` counts the sequences of one pipeline
+    microbatch over every DP-attention group."""
 
     batch: Array
     q_per_seq: Array
     context_len: Array
-    tp: int = 1
+    layout: Layout = field(default_factory=Layout)
     weight_dtype: str = "bf16"  # a format, or a precision per part (dtypes.Precision)
     kv_dtype: str = "bf16"
     allreduce: str = "nccl"
 
     @property
+    def tp(self) -> int:
+        """Tensor parallelism of attention."""
+        return self.layout.tp
+
+    @property
     def tokens(self) -> Array:
         return self.batch * self.q_per_seq
+
+    def local(self) -> PassShape:
+        """The shape one DP-attention group runs its attention (and everything outside the MoE) at: its share
+        of the batch (balanced, as the engines' DP schedulers aim for; the busiest group sets the pace)."""
+        dp = self.layout.dp
+        return self if dp == 1 else replace(self, batch=np.ceil(self.batch / dp))
 
     def compute_dtype(self, part: str = "dense") -> str:
         return compute_dtype(part_dtype(self.weight_dtype, part))
 
 
-def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, tp: int = 1,
+def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, tp: int | Layout = 1,
                weight_dtype: str = "bf16", kv_dtype: str = "bf16", allreduce: str = "nccl") -> PassShape:
+    """A validated shape; `tp` is a tensor-parallel degree or a whole layout."""
     b, q, ctx = (np.array(a, dtype=float) for a in np.broadcast_arrays(batch, q_per_seq, context_len))
-    if tp < 1 or tp > 64:
+    if not isinstance(tp, Layout) and (tp < 1 or tp > 64):
         raise SpecsimError(f"tensor parallelism must be 1..64, got {tp}")
+    layout = as_layout(tp)
     for label, arr in (("batch", b), ("tokens per sequence", q), ("context", ctx)):
         if np.any(arr < (0 if label == "context" else 1)) or not np.all(np.isfinite(arr)):
             raise SpecsimError(f"{label} must be {'>= 0' if label == 'context' else '>= 1'}")
@@ -85,7 +101,7 @@ def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, t
         raise SpecsimError("weight precision 'native' must be resolved against the model first")
     check_precision(weight_dtype)
     kv_bytes(kv_dtype)
-    return PassShape(b, q, ctx, tp, weight_dtype, kv_dtype, allreduce)
+    return PassShape(b, q, ctx, layout, weight_dtype, kv_dtype, allreduce)
 
 
 @dataclass(frozen=True)

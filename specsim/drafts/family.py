@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.engines.profile import EngineProfile
@@ -75,12 +76,12 @@ class DraftFamily(Protocol):
         ...
 
     def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
-                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+                     ctx: Array, tp: int | Layout, weight_dtype: str, kv_dtype: str) -> Array:
         """Seconds a step spends drafting k >= 1 tokens for b sequences at context ctx (broadcast arrays)."""
         ...
 
-    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
-                             kv_dtype: str) -> tuple[Array, Array]:
+    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int | Layout,
+                             weight_dtype: str, kv_dtype: str) -> tuple[Array, Array]:
         """(draft weights, draft KV cache) bytes on each GPU (broadcast arrays b, ctx)."""
         ...
 
@@ -108,9 +109,9 @@ class Family:
         return d.shape_verify_tokens(k)
 
     def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
-                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+                     ctx: Array, tp: int | Layout, weight_dtype: str, kv_dtype: str) -> Array:
         return np.zeros(b.shape)
 
-    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
-                             kv_dtype: str) -> tuple[Array, Array]:
+    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int | Layout,
+                             weight_dtype: str, kv_dtype: str) -> tuple[Array, Array]:
         return np.zeros(b.shape), np.zeros(b.shape)

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 from specsim.cost import roofline as rl
 from specsim.cost.dtypes import weight_bytes
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.engines.passes import US, pass_time_s
@@ -23,7 +24,7 @@ class Drafter:
     """A drafter network as the loop runs it."""
 
     model: ModelSpec
-    tp: int
+    tp: int | Layout  # the target's layout for heads that run beside it (MTP, EAGLE), a draft model's own tp
     width: float = 1.0  # tokens per sequence of each further pass: topk for a tree, 1 for a chain
     fuse_in: int = 0  # input width of the GEMM fusing target features into the draft input (0: none)
     tree_ops: float = 0.0  # host launches per pass that build the tree, in eager loops

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost.forward import FAMILIES, breakdown
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import Op, PassShape, make_shape
 from specsim.cost.roofline import Array
@@ -44,18 +45,19 @@ class EngineShape:
     @property
     def allreduce(self) -> NDArray[np.str_]:
         """The layers' all-reduce at each point: the engine's inside a graph, eager NCCL outside; "none" at tp 1."""
-        if self.shape.tp == 1:
+        if self.shape.layout.gpus == 1:
             return np.full(self.graphed.shape, "none")
         return np.where(self.graphed, self.graph_allreduce, "nccl")
 
 
-def engine_shape(e: EngineProfile, batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, tp: int = 1,
-                 weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> EngineShape:
+def engine_shape(e: EngineProfile, batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike,
+                 tp: int | Layout = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> EngineShape:
     """B sequences x q tokens over context L as engine e runs the pass (`passes.graph_batch`)."""
     shape = make_shape(batch, q_per_seq, context_len, tp, weight_dtype, kv_dtype)
     run, graphed = graph_batch(e, shape.batch, shape.q_per_seq)
     return EngineShape(shape, np.broadcast_to(run, shape.tokens.shape).astype(float),
-                       np.broadcast_to(graphed, shape.tokens.shape).astype(bool), e.allreduce if tp > 1 else "nccl")
+                       np.broadcast_to(graphed, shape.tokens.shape).astype(bool),
+                       e.allreduce if shape.layout.gpus > 1 else "nccl")
 
 
 def engine_ops(es: EngineShape, build: Callable[[PassShape], list[Op]]) -> list[Op]:
@@ -65,7 +67,7 @@ def engine_ops(es: EngineShape, build: Callable[[PassShape], list[Op]]) -> list[
     s = es.shape
 
     def at(allreduce: str) -> list[Op]:
-        return build(make_shape(es.run_batch, s.q_per_seq, s.context_len, s.tp, s.weight_dtype, s.kv_dtype,
+        return build(make_shape(es.run_batch, s.q_per_seq, s.context_len, s.layout, s.weight_dtype, s.kv_dtype,
                                 allreduce))
 
     graphed = es.graphed
@@ -126,7 +128,7 @@ def engine_pass(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, where: 
     s = where.shape
     if ops is None:
         ops = engine_ops(where, lambda shape: breakdown(model, hw, shape).ops)
-    total = pass_time_s(e, hw, model, s.batch, s.q_per_seq, s.context_len, s.tp, s.weight_dtype, s.kv_dtype)
+    total = pass_time_s(e, hw, model, s.batch, s.q_per_seq, s.context_len, s.layout, s.weight_dtype, s.kv_dtype)
     step = step_time_s(e, total, s.batch, speculative=False)
     shape = s.tokens.shape
     return EnginePass(e, where, ops, np.broadcast_to(total, shape).astype(float),

@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 
 from specsim.cost.forward import ForwardBreakdown, breakdown
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout, as_layout
 from specsim.cost.memo import ArrayMemo
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import make_shape
@@ -78,7 +79,7 @@ _PASSES = ArrayMemo(PASS_CACHE_SIZE, PASS_CACHE_MAX_POINTS)
 
 
 def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: ArrayLike, q_per_seq: ArrayLike,
-                context_len: ArrayLike, tp: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                context_len: ArrayLike, tp: int | Layout = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                 graphs: bool = True) -> Array:
     """Seconds of one forward pass of B sequences x q tokens over context L as engine e runs it.
 
@@ -119,7 +120,8 @@ def clear_pass_cache() -> None:
     _PASSES.clear()
 
 
-def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Array, q: Array, ctx: Array, tp: int,
+def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Array, q: Array, ctx: Array,
+                 tp: int | Layout,
                  weight_dtype: str, kv_dtype: str, graphs: bool) -> Array:
     """`pass_time_s` evaluated (float arrays)."""
     b_run, graphed = graph_batch(e, b, q)
@@ -134,7 +136,7 @@ def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Arr
         eager_br = _breakdown(hw, model, b_run, q, ctx, *shape_args, "nccl")
         gpu, kernels = _gpu_time_s(eager_br)
     if graphed.any():
-        impl = e.allreduce if tp > 1 else "nccl"
+        impl = e.allreduce if as_layout(tp).gpus > 1 else "nccl"
         br = eager_br if eager_br is not None and impl == "nccl" else _breakdown(hw, model, b_run, q, ctx,
                                                                                  *shape_args, impl)
         graph_gpu, _ = _gpu_time_s(br, b_run, real_batch=b)
@@ -166,7 +168,7 @@ def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: Array
     return ops * e.eager_op_us * US
 
 
-def _breakdown(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int,
+def _breakdown(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int | Layout,
                weight_dtype: str, kv_dtype: str, allreduce: str = "nccl") -> ForwardBreakdown:
     """The forward pass's kernels at (batch, q, context) with the given all-reduce implementation."""
     return breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce))

@@ -101,7 +101,8 @@ def decide(s: Scenario, t: Target, drafts: list[Draft], batch: np.ndarray, ctx: 
 def target_of(s: Scenario) -> Target:
     engine = getattr(s, "engine", None)
     extra = {"engine": engine} if engine is not None else {}
-    return Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, **extra)
+    return Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, **extra,
+                  layout=getattr(s, "layout", None))
 
 
 def prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) -> list[str]:

@@ -24,6 +24,7 @@ import pandas as pd
 from specsim.acceptance.chain import AcceptanceProfile
 from specsim.cost.hardware import load_hardware
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import check_layout, make_layout
 from specsim.cost.model import ModelSpec, load_model
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
@@ -37,14 +38,14 @@ INPUTS: dict[str, Any] = {
     "num_draft_tokens": None, "draft_tp": None, "batch": 1, "context": 1024, "weight_dtype": "bf16",
     "kv_dtype": "bf16", "alpha": None, "acceptance_length": None, "window": None, "guesses": None,
     "check_memory": True, "task": None, "temperature": None, "checkpoint": None, "cost_model": None,
-    "prior_held_out_source": None,
+    "prior_held_out_source": None, "dp": 1, "ep": 1, "pp": 1, "cp": 1, "layer_split": False,
 }
 #: Columns `evaluate_grid` adds.
 OUTPUTS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "baseline_step_ms", "speedup", "throughput_tok_s",
            "ms_per_token", "memory_gib", "memory_capacity_gib", "acceptance_source", "error")
 SETUP = ("hardware", "model", "tp", "engine", "draft", "topk", "num_draft_tokens", "draft_tp", "weight_dtype",
          "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint", "cost_model",
-         "prior_held_out_source")
+         "prior_held_out_source", "dp", "ep", "pp", "cp", "layer_split")
 ALIASES = {"dtype": "weight_dtype", "acceptance-length": "acceptance_length", "tau": "acceptance_length",
            "cost-model": "cost_model"}
 
@@ -86,7 +87,11 @@ def _setup(row: pd.Series, engines: Mapping[str, EngineProfile] | None = None) -
     tp = _int(row["tp"], "tp", 1)
     name = str(row["engine"]).strip().lower() or DEFAULT_ENGINE
     e = engines[name] if engines and name in engines else bundled_engine(name)
-    t = Target(hw, model, tp, str(row["weight_dtype"]), str(row["kv_dtype"]), engine=e)
+    dp, ep, pp, cp = (_int(row[key], key, 1) for key in ("dp", "ep", "pp", "cp"))
+    layout = make_layout(tp, dp, ep, pp, cp, layer_split=not _blank(row["layer_split"]) and _flag(row["layer_split"]),
+                         flag="")
+    check_layout(layout, model.n_experts, "")
+    t = Target(hw, model, tp, str(row["weight_dtype"]), str(row["kv_dtype"]), engine=e, layout=layout)
     spec: dict[str, Any] = {"method": str(row["draft"]).strip()}
     for key in ("topk", "num_draft_tokens", "draft_tp", "window", "guesses"):
         if not _blank(row[key]):

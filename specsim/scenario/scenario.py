@@ -16,6 +16,7 @@ from specsim.acceptance.metrics import load_acceptance
 from specsim.cost.dtypes import KV_BYTES, check_precision
 from specsim.cost.hardware import load_hardware
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout, check_layout, make_layout
 from specsim.cost.model import ModelSpec, catalogue_dir, load_model, resolve_name
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
@@ -31,7 +32,8 @@ MAX_CONTEXT = 1_000_000_000  # tokens; a bound on input, not on what fits (the p
 TOP_KEYS = {"name", "description", "hardware", "model", "tp", "weight_dtype", "kv_dtype", "objective",
             "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes",
             "task", "temperature", "engine",  # task / temperature: what the acceptance priors are looked up for
-            "traffic", "serving"}  # the serving simulation's sections (scenario/sections.py)
+            "traffic", "serving",  # the serving simulation's sections (scenario/sections.py)
+            "dp", "ep", "pp", "cp", "layer_split"}  # the parallel layout beside tp (cost/layout.py)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,12 @@ class Scenario:
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     engine: EngineProfile = field(default_factory=bundled_engine)  # the serving engine (vLLM unless said)
+    layout: Layout | None = None  # DP attention, EP, pipeline, context parallelism beside tp (None: tp alone)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one engine instance (a replica)."""
+        return self.tp if self.layout is None else self.layout.gpus
     traffic: TrafficSpec | None = field(default=None, compare=False)  # `traffic:` (specsim simulate)
     serving: ServingSpec | None = field(default=None, compare=False)  # `serving:` (specsim simulate)
 
@@ -295,6 +303,7 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
             raise SpecsimError(f"{where}: {exc}") from None
     tp = _int(data, "tp", where, 1, lo=1, hi=64)
     model.check_tp(tp, f"{where}: field 'tp'")
+    layout = _layout(data, where, tp, model.n_experts)
     try:
         engine = load_engine(_relative(data.get("engine") or DEFAULT_ENGINE, base))
     except SpecsimError as exc:
@@ -307,8 +316,22 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
         memory_utilization=_real(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
         drafts=drafts, buckets=buckets, arrival=arrival,
         gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data, engine=engine,
-        traffic=traffic, serving=serving,
+        traffic=traffic, serving=serving, layout=layout,
     )
+
+
+def _layout(data: dict[str, Any], where: str, tp: int, n_experts: int) -> Layout | None:
+    """The fields dp, ep, pp, cp (whole numbers) and layer_split (true / false) as a layout; None for tp alone."""
+    dp, ep, pp, cp = (_int(data, key, where, 1, lo=1, hi=1024) for key in ("dp", "ep", "pp", "cp"))
+    split = data.get("layer_split", False)
+    if not isinstance(split, bool):
+        raise SpecsimError(f"{where}: field 'layer_split' must be true or false, got {split!r}")
+    try:
+        layout = make_layout(tp, dp, ep, pp, cp, layer_split=split, flag="")
+        check_layout(layout, n_experts, "")
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: {exc}") from None
+    return None if layout.simple else layout
 
 
 def _check_fields(data: dict[str, Any], where: str) -> None:

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 from specsim.cost import roofline as rl
 from specsim.cost.dtypes import resolve_native
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
@@ -46,10 +47,31 @@ class Target:
     kv_dtype: str = "bf16"
     memory_utilization: float = 0.9
     engine: EngineProfile = field(default_factory=bundled_engine)
+    #: the whole parallel layout (cost/layout.py) where it is more than tensor parallelism; `tp` is its tp
+    layout: Layout | None = None
 
     def __post_init__(self) -> None:
         # `native`: the checkpoint's own formats (its quantization_config), resolved once here
         object.__setattr__(self, "weight_dtype", resolve_native(self.weight_dtype, self.model.native_precision))
+        if self.layout is not None:
+            object.__setattr__(self, "tp", self.layout.tp)
+            if self.layout.simple:
+                object.__setattr__(self, "layout", None)
+
+    @property
+    def par(self) -> int | Layout:
+        """What the cost model takes for parallelism: the tp degree, or the whole layout."""
+        return self.tp if self.layout is None else self.layout
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one engine instance."""
+        return self.tp if self.layout is None else self.layout.gpus
+
+    @property
+    def where(self) -> str:
+        """'8x h200' or '8x h200 (tp 1, dp 8, ep 8)'."""
+        return f"{self.gpus}x {self.hardware.name}" + ("" if self.layout is None else f" ({self.layout})")
 
 
 def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:
@@ -85,7 +107,7 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     kk, b, ctx = (np.asarray(a, dtype=float) for a in (k, batch, context_len))
     hw, m, e = t.hardware, t.model, t.engine
     run = (hw, m)
-    base_pass = pass_time_s(e, *run, b, 1.0, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    base_pass = pass_time_s(e, *run, b, 1.0, ctx, t.par, t.weight_dtype, t.kv_dtype)
     base = step_time_s(e, base_pass, b, speculative=False)
     plain = (kk <= 0) | (not d.speculates)
     if not d.speculates or not np.any(~plain):
@@ -96,7 +118,7 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     loop = e.eager_loop is not None and d.method in e.eager_loop.methods
     run_e = gpu_only(e) if loop else e  # eager loops: kernels here, the host side per cycle below
     verify = _verify_time_s(run_e, t, b, q, ctx)
-    draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.par, t.weight_dtype, t.kv_dtype)
     # the rejection sampler reads the tokens actually drafted (an n-gram request without a match drafts none)
     drafted = np.where(plain, 0.0, q - 1.0) if d.family.drafts_on_match else kk
     device = draft + verify + overhead_time_s(t, b, drafted) + e.verify_host_ops * e.eager_op_us * US
@@ -117,12 +139,12 @@ def _verify_time_s(e: EngineProfile, t: Target, b: Array, q: Array, ctx: Array) 
     args = (t.hardware, t.model)
     lo = np.floor(q)
     if np.all(lo == q):
-        return pass_time_s(e, *args, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+        return pass_time_s(e, *args, b, q, ctx, t.par, t.weight_dtype, t.kv_dtype)
     whole = np.unique(np.concatenate([lo.ravel(), lo.ravel() + 1.0]))
     out_shape = np.broadcast_shapes(q.shape, b.shape, ctx.shape)
     nd = len(out_shape)
     b_, ctx_ = (x.reshape((1,) * (nd - x.ndim) + x.shape) for x in (b, ctx))
-    grid = pass_time_s(e, *args, b_[None], whole.reshape((-1,) + (1,) * nd), ctx_[None], t.tp, t.weight_dtype,
+    grid = pass_time_s(e, *args, b_[None], whole.reshape((-1,) + (1,) * nd), ctx_[None], t.par, t.weight_dtype,
                        t.kv_dtype)
     full = np.broadcast_to(grid, (whole.size, *out_shape))
     i = np.broadcast_to(np.searchsorted(whole, lo), out_shape)[None]
@@ -174,7 +196,7 @@ def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: A
     """Memory on each GPU (step/memory.py) for this target running draft d at depth k."""
     q = float(d.verify_tokens_per_seq(k)) if k and d.speculates else 1.0
     return _memory(t.hardware.total_memory_bytes, t.memory_utilization, t.model, d, k if d.speculates else 0,
-                   batch, context_len, t.tp, t.weight_dtype, t.kv_dtype, q)
+                   batch, context_len, t.par, t.weight_dtype, t.kv_dtype, q)
 
 
 def fits(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Array:

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES
+from specsim.cost.layout import Layout, as_layout
 from specsim.cost.mixers import state_slots
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
@@ -90,26 +91,31 @@ class Memory:
 
 
 def memory_per_gpu(hardware_total_bytes: float, utilization: float, model: ModelSpec, d: Draft, k: int,
-                   batch: ArrayLike, context_len: ArrayLike, tp: int, weight_dtype: str, kv_dtype: str,
+                   batch: ArrayLike, context_len: ArrayLike, tp: int | Layout, weight_dtype: str, kv_dtype: str,
                    verify_tokens_per_seq: float = 1.0) -> Memory:
     """Memory on each GPU for B sequences at context L running draft d at depth k (k = 0: plain).
 
     Each sequence holds KV for its context plus the tokens it verifies (their slots are written
     before acceptance is known); the draft adds its weights and, for draft models and EAGLE/MTP
-    layers, its own KV cache.
+    layers, its own KV cache. Under a layout (cost/layout.py) the weights split as
+    `ModelSpec.weight_bytes_per_gpu`; a GPU caches the KV of its DP-attention group's sequences only (MLA's
+    latent is replicated over the group's tp), its pipeline stage's layers, and 1/cp of each context.
     """
+    lay = as_layout(tp)
     b, ctx = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(batch, context_len))
     q = verify_tokens_per_seq if k else 1.0
-    weights = model.weight_bytes(weight_dtype) / tp
+    weights = model.weight_bytes_per_gpu(weight_dtype, lay)
     # hybrid models add each sequence's recurrent state, one slot per draft position besides its own
     # (cost.mixers.state_slots: vLLM's 1 + num_speculative_tokens), in the same pool as the KV cache
-    state = model.linear_state_bytes_per_sequence(tp) * state_slots(k)
-    kv = b * (model.kv_bytes_per_sequence(ctx + q, kv_dtype, tp) + state)
+    state = model.linear_state_bytes_per_sequence(lay.tp) * state_slots(k)
+    seqs = np.ceil(b / lay.dp)
+    kv = seqs * (model.kv_bytes_per_sequence(ctx + q, kv_dtype, lay.tp) / lay.cp + state) / lay.pp
     act = activation_peak_bytes(model.hidden, max(model.intermediate, model.moe_intermediate * max(model.top_k, 1)),
-                                model.n_heads, model.kv_heads_per_gpu(tp) * tp, model.head_dim, model.vocab, tp, q)
-    reserved = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0.0) + GRAPH_BYTES
+                                model.n_heads, model.kv_heads_per_gpu(lay.tp) * lay.tp, model.head_dim, model.vocab,
+                                lay.tp, q)
+    reserved = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if lay.gpus > 1 else 0.0) + GRAPH_BYTES
     if k:
-        dw, dkv = memory_bytes_per_gpu(d, model, b, ctx + q, tp, weight_dtype, kv_dtype)
+        dw, dkv = memory_bytes_per_gpu(d, model, b, ctx + q, lay, weight_dtype, kv_dtype)
     else:
         dw, dkv = np.zeros(b.shape), np.zeros(b.shape)
     full = np.full(b.shape, 1.0)

@@ -4,7 +4,8 @@ The row's own hardware, model, engine, draft, shape, batch and context are used 
 source leaves out comes from data/methods.yaml (the shape each published implementation runs, with
 its source). Research loops that split a large model over several GPUs layer by layer (accelerate's
 device_map, as the EAGLE and Medusa repositories do) run at single-GPU speed with the memory of all
-GPUs: priced at tp = 1 without the one-GPU memory check.
+GPUs: priced as a layer split (cost/layout.py: pp stages, one microbatch).
+Expert-parallel and DP-attention layouts come from the notes ("EP4TP2", `ep=8`, `dp=8`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from specsim.cost.model import load_model
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping
 
-ENGINES = ("vllm", "sglang", "trtllm", "hf")
+ENGINES = ("vllm", "sglang", "trtllm", "hf", "gpt-fast")
 #: Prompt length assumed where a source gives none (chat benchmarks: MT-bench prompts plus the
 #: tokens generated so far average a few hundred tokens; at batch 1 attention is a small share).
 DEFAULT_CONTEXT = 512
@@ -61,6 +62,10 @@ class GridRow(DraftShape, Stated):
     kv_dtype: str
     k: int
     tp: int
+    dp: int
+    ep: int
+    pp: int
+    layer_split: bool
     check_memory: bool
     batch: int
     context: int
@@ -178,6 +183,29 @@ def _too_big(model: str, hardware: str) -> bool:
         return False
 
 
+def _stages(model: str, hardware: str) -> int:
+    """GPUs a device_map split needs where the source does not say: the fewest (1, 2, 4, 8) whose memory holds
+    the bf16 weights with a tenth to spare."""
+    need = load_model(model).n_params() * 2 * 1.1 / load_hardware(hardware).total_memory_bytes
+    return next((n for n in (1, 2, 4, 8) if n >= need), 8)
+
+
+#: A row's expert and data-parallel layout as its notes state it: "EP4TP2" (TensorRT-LLM's MoE expert x tensor
+#: split) or `ep=8` / `dp=8` (data-parallel attention groups).
+_EP_TP = re.compile(r"\bEP(\d+)TP(\d+)\b")
+_LAYOUT_KEY = re.compile(r"\b(ep|dp)=(\d+)\b")
+
+
+def _layout_note(row: pd.Series, key: str) -> int:
+    """The row's `ep` or `dp` as its notes state it (1 where they state none)."""
+    notes = str(row.get("notes", ""))
+    stated = dict(_LAYOUT_KEY.findall(notes))
+    if key in stated:
+        return int(stated[key])
+    found = _EP_TP.search(notes)
+    return int(found.group(1)) if key == "ep" and found else 1
+
+
 def _size_b(model: str) -> float:
     try:
         return load_model(model).n_params() / 1e9
@@ -234,11 +262,16 @@ def map_row(row: pd.Series) -> tuple[GridRow | None, str]:
     # eager loops load models larger than one GPU with accelerate's device_map (the EAGLE / Medusa
     # repositories' from_pretrained(device_map="auto")): layers split over GPUs, run one after another
     pipeline = engine == "hf" and tp <= 1 and (gpus > 1 or _too_big(str(row["model"]), hardware))
+    stages = (gpus if gpus > 1 else _stages(str(row["model"]), hardware)) if pipeline else 1
     grid: GridRow = {
         "id": row["id"], "hardware": hardware, "model": str(row["model"]).strip(),
         "engine": m.engine_profile(engine, row.get("engine_version"), str(row["group"])), "draft": draft_name,
         "weight_dtype": _weights(row), "kv_dtype": "bf16", "k": int(k), **_draft_shape(spec, shape, row),
-        "tp": 1 if pipeline else max(tp, 1), "check_memory": not pipeline,
+        "tp": 1 if pipeline else max(tp, 1), "pp": stages, "layer_split": pipeline,
+        "ep": _layout_note(row, "ep"), "dp": _layout_note(row, "dp"),
+        # a research loop's memory is not a serving engine's (no KV pool sized by a utilisation, no graph pool):
+        # the engines' accounting (step/memory.py) would refuse splits the papers ran
+        "check_memory": not pipeline,
         "batch": int(row["batch"]) if np.isfinite(row["batch"]) else 1,
         "context": int(row["context"]) if np.isfinite(row["context"]) else DEFAULT_CONTEXT, **_stated(row)}
     return grid, ""

@@ -98,10 +98,9 @@ def state(row: pd.Series, mode: str) -> Stated:
     from specsim.drafts.registry import METHODS
 
     rid = str(row["id"])
-    if str(row.get("dp_attention", "")).strip().lower() in ("true", "1", "yes"):
-        return Stated(rid, None, None, "data-parallel attention is not modelled yet (issue 20)")
-    if (_num(row, "ep") or 1) > 1:
-        return Stated(rid, None, None, "expert parallelism is not modelled yet (issue 20)")
+    # DP attention as SGLang and ATOM run it (--tp N --enable-dp-attention): N groups of one GPU each
+    dp_attention = str(row.get("dp_attention", "")).strip().lower() in ("true", "1", "yes")
+    tp = int(row["tp"])
     if str(row["draft"]) not in METHODS:
         return Stated(rid, None, None, f"draft method '{row['draft']}' is not modelled")
     c, k = _num(row, "concurrency"), _num(row, "k")
@@ -118,7 +117,8 @@ def state(row: pd.Series, mode: str) -> Stated:
         # per step unless the share of steps with a draft is known
         return Stated(rid, None, None, "vLLM's n-gram acceptance length counts only steps with a draft")
     flags = BenchmarkFlags(
-        hardware=str(row["hardware"]), model=str(row["model"]), drafts=(str(row["draft"]),), tp=int(row["tp"]),
+        hardware=str(row["hardware"]), model=str(row["model"]), drafts=(str(row["draft"]),),
+        tp=1 if dp_attention else tp, dp=tp if dp_attention else 1, ep=int(_num(row, "ep") or 1),
         engine=str(row["engine"]), weight_dtype=str(row["weight_dtype"]),
         kv_dtype=str(row["kv_dtype"]) if isinstance(row["kv_dtype"], str) else "bf16",  # unstated: the engines' auto
         k=int(k), input_len=int(_num(row, "input_len") or assumed_input_len(row.get("prompts"))),

@@ -10,6 +10,7 @@ import numpy as np
 
 from specsim.cost.dtypes import weight_bytes
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout, as_layout
 from specsim.cost.model import ModelSpec, load_model
 from specsim.cost.roofline import Array
 from specsim.drafts.family import Family
@@ -39,15 +40,15 @@ class DraftModel(Family):
         return model
 
     def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
-                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+                     ctx: Array, tp: int | Layout, weight_dtype: str, kv_dtype: str) -> Array:
         assert d.model is not None
         return drafting_loop_s(Drafter(d.model, d.draft_tp or tp), e, hw, target, b, k, ctx, weight_dtype, kv_dtype)
 
-    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
-                             kv_dtype: str) -> tuple[Array, Array]:
+    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int | Layout,
+                             weight_dtype: str, kv_dtype: str) -> tuple[Array, Array]:
         if d.model is None:
             return np.zeros(b.shape), np.zeros(b.shape)
-        dtp = d.draft_tp or tp
+        dtp = d.draft_tp or as_layout(tp).tp
         w = d.model.n_params() * weight_bytes(weight_dtype) / dtp
         kv = b * d.model.kv_bytes_per_sequence(ctx, kv_dtype, dtp)
         return np.full(b.shape, w), kv

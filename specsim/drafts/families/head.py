@@ -17,6 +17,7 @@ import numpy as np
 
 from specsim.cost.dtypes import part_dtype, weight_bytes
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout, as_layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.family import Family
@@ -74,7 +75,7 @@ class Head(Family):
         return head_model(target, d.draft_vocab if self.own_vocab else None, moe=self.moe)
 
     def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
-                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+                     ctx: Array, tp: int | Layout, weight_dtype: str, kv_dtype: str) -> Array:
         if self.shipped and not target.mtp_layers:
             raise SpecsimError(f"{target.name} ships no MTP module (num_nextn_predict_layers = 0)")
         drafter = Drafter(self.model(d, target), tp, float(d.topk if d.is_tree else 1), self.fuse * target.hidden,
@@ -86,16 +87,18 @@ class Head(Family):
         it bf16); other heads in the target's."""
         return part_dtype(weight_dtype, "mtp") if self.shipped else weight_dtype
 
-    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
-                             kv_dtype: str) -> tuple[Array, Array]:
+    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int | Layout,
+                             weight_dtype: str, kv_dtype: str) -> tuple[Array, Array]:
         wb = weight_bytes(self._dtype(weight_dtype))
         head = self.model(d, target)
         c = head.param_counts()
-        w = (c["attention"] + c["dense_mlp"] + c["experts"]) * wb / tp
+        lay = as_layout(tp)
+        # split as the target's: attention over tp, experts over the stage (EP x moe_tp: MTP's MoE layer)
+        w = (c["attention"] + c["dense_mlp"]) * wb / lay.tp + c["experts"] * wb / lay.world
         if self.own_vocab:
-            w += c["lm_head"] * wb / tp  # its own reduced-vocabulary head
-        w += self.fuse * target.hidden**2 * wb / tp
-        kv = b * head.kv_bytes_per_sequence(ctx, kv_dtype, tp)
+            w += c["lm_head"] * wb / lay.tp  # its own reduced-vocabulary head
+        w += self.fuse * target.hidden**2 * wb / lay.tp
+        kv = b * head.kv_bytes_per_sequence(ctx, kv_dtype, lay.tp)
         return np.full(b.shape, w), kv
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.family import Family
@@ -34,7 +35,7 @@ class Lookup(Family):
     host_drafter: bool = True
 
     def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
-                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+                     ctx: Array, tp: int | Layout, weight_dtype: str, kv_dtype: str) -> Array:
         # Host scan of every running sequence's context, over up to 8 threads (vllm PR #24986, #56732).
         scan_us = e.ngram_ns_per_context_token * 1e-3 * b * ctx / np.minimum(8.0, b)
         return (e.ngram_fixed_us + scan_us) * US

@@ -12,6 +12,7 @@ import numpy as np
 
 from specsim.cost.dtypes import weight_bytes
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.layout import Layout, as_layout
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.families.head import head_model
@@ -37,7 +38,7 @@ class Parallel(Family):
         return settings
 
     def draft_time_s(self, d: Draft, e: EngineProfile, hw: HardwareProfile, target: ModelSpec, b: Array, k: Array,
-                     ctx: Array, tp: int, weight_dtype: str, kv_dtype: str) -> Array:
+                     ctx: Array, tp: int | Layout, weight_dtype: str, kv_dtype: str) -> Array:
         # P-EAGLE / DFlash / DSpark draft all k tokens in ONE pass of a `draft_layers`-deep drafter at
         # the target's width, over the verified positions and the k-token block, on the target's fused
         # features (2h -> h): "drafting cost stays flat as the block deepens" (vLLM P-EAGLE post).
@@ -46,13 +47,15 @@ class Parallel(Family):
         drafter = Drafter(model, tp, fuse_in=2 * target.hidden, one_pass=True)
         return drafting_loop_s(drafter, e, hw, target, b, k, ctx, weight_dtype, kv_dtype)
 
-    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int, weight_dtype: str,
-                             kv_dtype: str) -> tuple[Array, Array]:
+    def memory_bytes_per_gpu(self, d: Draft, target: ModelSpec, b: Array, ctx: Array, tp: int | Layout,
+                             weight_dtype: str, kv_dtype: str) -> tuple[Array, Array]:
         # draft_layers target-width layers + the 2h -> h fusion
         head = dataclasses.replace(head_model(target), n_layers=d.draft_layers or 1)
         c = head.param_counts()
-        w = (c["attention"] + c["dense_mlp"] + c["experts"] + 2 * target.hidden**2) * weight_bytes(weight_dtype) / tp
-        return np.full(b.shape, w), b * head.kv_bytes_per_sequence(ctx, kv_dtype, tp)
+        lay = as_layout(tp)
+        w = (c["attention"] + c["dense_mlp"] + 2 * target.hidden**2) * weight_bytes(weight_dtype) / lay.tp
+        w += c["experts"] * weight_bytes(weight_dtype) / lay.world  # experts split over the stage (EP x moe_tp)
+        return np.full(b.shape, w), b * head.kv_bytes_per_sequence(ctx, kv_dtype, lay.tp)
 
 
 #: Layers of a parallel drafter: P-EAGLE 4 (amazon/GPT-OSS-20B-P-EAGLE, "4-layer"), DFlash 5

@@ -21,7 +21,7 @@ def _bucket_capacity(c: Ctx) -> Section:
     """Bucket loads: GPU-equivalents at the baseline's token rate, and the price of a token."""
     s = c.s
     usd = s.gpu_hour_usd
-    tp = s.tp
+    tp = s.gpus  # GPUs of one replica
     rows, labels, g_base, g_spec = [], [], [], []
     cost_base: list[float] = []
     cost_spec: list[float] = []
@@ -84,8 +84,8 @@ def _arrival_capacity(c: Ctx, rm: RateModel) -> Section:
         spec_cap, spec_k = base_cap, 0
     mults = (1, 2, 4, 8)
     labels = [f"{a.rate_rps * m:g} req/s" for m in mults]
-    g_base = [replicas_needed(c.t, none, 0, a, rm.slo_ms, a.rate_rps * m, base_cap) * s.tp for m in mults]
-    g_spec = [replicas_needed(c.t, d if spec_k else none, spec_k, a, rm.slo_ms, a.rate_rps * m, spec_cap) * s.tp
+    g_base = [replicas_needed(c.t, none, 0, a, rm.slo_ms, a.rate_rps * m, base_cap) * s.gpus for m in mults]
+    g_spec = [replicas_needed(c.t, d if spec_k else none, spec_k, a, rm.slo_ms, a.rate_rps * m, spec_cap) * s.gpus
               for m in mults]
     tok_s = [a.rate_rps * m * a.output_tokens for m in mults]
     rows = [["requests/s one replica serves within the SLO", f"{base_cap:.3g}", f"{spec_cap:.3g}"]]
@@ -98,13 +98,13 @@ def _arrival_capacity(c: Ctx, rm: RateModel) -> Section:
         rows.append([f"$/M output tokens at {labels[0]}", f"{c_base[0]:.2f}", f"{c_spec[0]:.2f}"])
         if base_cap > 0 and spec_cap > 0:
             rows.append(["$/M output tokens at full SLO-bound load",
-                         f"{cost_per_mtok_usd(s.tp, usd, base_cap * a.output_tokens):.2f}",
-                         f"{cost_per_mtok_usd(s.tp, usd, spec_cap * a.output_tokens):.2f}"])
+                         f"{cost_per_mtok_usd(s.gpus, usd, base_cap * a.output_tokens):.2f}",
+                         f"{cost_per_mtok_usd(s.gpus, usd, spec_cap * a.output_tokens):.2f}"])
     slo_text = (f"the SLO of {rm.slo_ms:g} ms/token" if s.slo_ms_per_token is not None else
                 f"an **assumed** latency target of {rm.slo_ms:.2f} ms/token: the scenario gives no "
                 "`slo_ms_per_token`, so the target is what plain decoding achieves on one replica at the scenario's "
                 "rate")
-    gpus = f"{s.tp} GPU{'s' if s.tp > 1 else ''}"
+    gpus = f"{s.gpus} GPU{'s' if s.gpus > 1 else ''}"
     text = [f"A replica is {gpus}; requests are split evenly over replicas, and each replica's per-token latency "
             f"at its Little's-law concurrency must meet {slo_text}. With speculation the best k at the SLO-bound load "
             f"is k = {spec_k}.", "",
