@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from specsim.acceptance.adaptive import adaptive_stats, expected_verify_tokens, stop_rule
 from specsim.acceptance.chain import AcceptanceProfile, alpha_from_mean_tokens, check_k, check_rates
 from specsim.acceptance.metrics import load_acceptance
 from specsim.acceptance.sibling_probs import sibling_probs_hazard
@@ -32,8 +33,15 @@ from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import load_engine
 from specsim.errors import SpecsimError
-from specsim.step.economics import StepMetrics, ratio_step_metrics
-from specsim.step.evaluate import DEFAULT_ENGINE, Target, bundled_engine, config_metrics, memory_per_gpu
+from specsim.step.economics import StepMetrics, ratio_step_metrics, step_metrics
+from specsim.step.evaluate import (
+    DEFAULT_ENGINE,
+    Target,
+    bundled_engine,
+    config_metrics,
+    memory_per_gpu,
+    step_arrays,
+)
 from specsim.step.memory import GIB, Memory
 
 #: A comma-separated option (--alphas, --sibling-probs) as the CLI parses it: called only when the
@@ -100,6 +108,17 @@ class EvaluateRequest:
     batch: int = 1
     context: int = 1024
     overhead_ms: float = 0.0  # fixed per-step cost of speculation on top of the model's
+    adaptive: AdaptiveStop | None = None  # a drafter that stops early on its own signal (acceptance/adaptive.py)
+
+
+@dataclass(frozen=True)
+class AdaptiveStop:
+    """An adaptive draft length: the drafter stops on its own signal, with this recall of the drafts the target
+    rejects (P(stop | rejected)) and this false-alarm rate (P(stop | accepted)), at every position up to k."""
+
+    stop_if_reject: float
+    stop_if_accept: float
+    convention: str = "inclusive"  # the stopping token verified (inclusive) or dropped (exclusive)
 
 
 @dataclass(frozen=True)
@@ -147,6 +166,7 @@ class RealStep(StepResult):
     tp: int
     gpus: int
     layout: str
+    expected_k: float | None = None  # adaptive draft length: the drafts verified per step, on average
 
 
 def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
@@ -319,8 +339,12 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
     target, d = _target_and_draft(cost, _real_profile(req.acceptance, req.k))
     k, tokens, verify_q = _real_shape(req, d)
     mem = checked_memory(target, d, k, req.batch, req.context)
-    m = config_metrics(target, d, k, req.batch, req.context, tokens_per_step=tokens, verify_tokens_per_seq=verify_q,
-                       extra_overhead_s=req.overhead_ms / 1e3)
+    expected_k = None
+    if req.adaptive is not None:
+        m, expected_k = _adaptive_metrics(req, target, d, k, tokens)
+    else:
+        m = config_metrics(target, d, k, req.batch, req.context, tokens_per_step=tokens,
+                           verify_tokens_per_seq=verify_q, extra_overhead_s=req.overhead_ms / 1e3)
     measured = req.acceptance.mean_length is not None
     source = "measured acceptance length" if measured else d.acceptance.source
     label = cost_model_label(target.hardware)
@@ -331,4 +355,28 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
     return RealStep(m, req.batch, req.context, source, note, d.label, d.method, target.engine.name,
                     d.acceptance.note if d.acceptance.note and not measured else None,
                     float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp,
-                    target.gpus, str(target.layout or f"tp {target.tp}"))
+                    target.gpus, str(target.layout or f"tp {target.tp}"), expected_k)
+
+
+def _adaptive_metrics(req: EvaluateRequest, target: Target, d: Draft, k: int, tokens: float | None
+                      ) -> tuple[StepMetrics, float]:
+    """A chain capped at k whose drafter stops on its own signal (acceptance/adaptive.py): the expected tokens
+    per step, the expected draft passes, and the verify tokens per sequence of a padded batch (1 + E[max k] over
+    the batch: engines that capture a graph per request count, SGLang, TensorRT-LLM) or a ragged one (1 + E[k]:
+    vLLM's token-count graphs); the memory check is the cap's. (tokens and chain per-position rates as given.)"""
+    a = req.adaptive
+    assert a is not None
+    if req.tree is not None or d.is_tree or k < 1:
+        raise SpecsimError("--adaptive-stop applies to a chain of k >= 1 drafts (no --tree, topk 1)")
+    accept = (np.full(k, alpha_from_mean_tokens(tokens, k)) if tokens is not None else d.rates(k))
+    rule = (stop_rule(accept, a.stop_if_reject, a.stop_if_accept, convention="exclusive") if a.convention == "exclusive"
+            else stop_rule(accept, a.stop_if_reject, a.stop_if_accept))
+    stats = adaptive_stats(rule)
+    ragged = target.engine.graph_unit == "tokens"
+    verify_q = float(expected_verify_tokens(stats, req.batch, padded=not ragged))
+    passes = float(stats.expected_passes)
+    m = step_arrays(target, d, np.asarray(passes), req.batch, req.context, float(stats.expected_tokens),
+                    np.asarray(verify_q), req.overhead_ms / 1e3 if passes > 0 else 0.0)
+    out = step_metrics(m.tokens_per_step, m.draft_time_s, m.verify_time_s, m.baseline_step_time_s, m.batch,
+                       m.overhead_time_s)
+    return out, float(stats.expected_k)

@@ -77,13 +77,15 @@ def _render_real(r: RealStep, fmt: str) -> None:
                       "acceptance": r.acceptance, **note, "memory_gib_per_gpu": r.memory_gib,
                       "memory_capacity_gib": r.capacity_gib, "fits_memory": r.fits_memory, "k": r.k,
                       "cost_model": r.cost_model, "batch": r.batch, "context": r.context, "tp": r.tp,
-                      "gpus": r.gpus, "layout": r.layout,
+                      "gpus": r.gpus, "layout": r.layout, "expected_k": r.expected_k,
                       "cost_source": r.cost_source, "convention": MEAN_LENGTH_CONVENTION}, fmt)
         return
     rows: list[tuple[str, object]] = list(metrics.items())
     rows += [("memory per GPU (GiB)", f"{r.memory_gib:.1f} of {r.capacity_gib:.1f}"), ("acceptance", r.acceptance)]
     if r.layout != f"tp {r.tp}":
         rows.append(("GPUs", f"{r.gpus} ({r.layout})"))
+    if r.expected_k is not None:
+        rows.append(("drafts verified per step", f"{r.expected_k:.2f} of {r.k} (adaptive)"))
     print_kv_table(f"speculative step: {r.draft} k={r.k}, batch {r.batch}, context {r.context}", rows,
                    note=_note(r))
 
@@ -133,6 +135,12 @@ _Draft = Annotated[
 _Tp = Annotated[int, typer.Option("--tp", help="target tensor-parallel degree")]
 _DraftTp = Annotated[int | None, typer.Option("--draft-tp", help="draft model's TP degree")]
 _Topk = Annotated[int | None, typer.Option("--topk", help="EAGLE/Medusa tree expansion per level")]
+_AdaptiveStop = Annotated[str | None, typer.Option(
+    "--adaptive-stop", help="adaptive draft length up to --k: the drafter's stop signal as RECALL,FALSE_ALARM "
+    "(P(stop | the target rejects the draft), P(stop | it accepts))")]
+_AdaptiveConvention = Annotated[str, typer.Option(
+    "--adaptive-convention", help="with --adaptive-stop: inclusive (the stopping draft is verified: HF "
+    "assistant_confidence_threshold) | exclusive (dropped: llama.cpp p_min, DSpark trimming)")]
 _NumDraftTokens = Annotated[int | None, typer.Option("--num-draft-tokens", help="tree budget (nodes) with --topk > 1")]
 _Engine = Annotated[str, typer.Option("--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | "
                                       "a version (specsim engines list) or a YAML path")]
@@ -188,6 +196,8 @@ def evaluate(
     weight_dtype_: WeightDtype = None,
     kv_dtype: KvDtype = "bf16",
     topk: _Topk = None,
+    adaptive_stop: _AdaptiveStop = None,
+    adaptive_convention: _AdaptiveConvention = "inclusive",
     num_draft_tokens: _NumDraftTokens = None,
     engine: _Engine = "vllm",
     acceptance_length: _AcceptanceLength = None,
@@ -217,7 +227,15 @@ def evaluate(
         raise SpecsimError(f"--overhead-ms must be >= 0, got {overhead_ms:g}")
     _check_cost_options(any(x is not None for x in (hardware, model, draft)), draft_cost_ratio, target_step_ms,
                         ridge_tokens, cost_model)
-    from specsim.advise.evaluate import Acceptance, EvaluateRequest, RatioCost, RealCost, RealStep, evaluate_step
+    from specsim.advise.evaluate import (
+        Acceptance,
+        AdaptiveStop,
+        EvaluateRequest,
+        RatioCost,
+        RealCost,
+        RealStep,
+        evaluate_step,
+    )
 
     cost: RatioCost | RealCost
     if draft_cost_ratio is not None:
@@ -234,8 +252,18 @@ def evaluate(
     # the lists are parsed when the application reads them (advise.evaluate.FloatList)
     rates = None if alphas is None else partial(parse_float_list, alphas, "--alphas")
     siblings = None if sibling_probs is None else partial(parse_float_list, sibling_probs, "--sibling-probs")
+    adaptive = None
+    if adaptive_stop is not None:
+        if not isinstance(cost, RealCost):
+            raise SpecsimError("--adaptive-stop prices a real drafter: give it with --hardware/--model/--draft")
+        if adaptive_convention not in ("inclusive", "exclusive"):
+            raise SpecsimError(f"--adaptive-convention must be inclusive or exclusive, got {adaptive_convention!r}")
+        stop = parse_float_list(adaptive_stop, "--adaptive-stop")
+        if len(stop) != 2 or not all(0.0 <= x <= 1.0 for x in stop):
+            raise SpecsimError(f"--adaptive-stop needs RECALL,FALSE_ALARM, two rates in [0, 1], got {adaptive_stop!r}")
+        adaptive = AdaptiveStop(stop[0], stop[1], adaptive_convention)
     result = evaluate_step(EvaluateRequest(cost, Acceptance(alpha, rates, acceptance, acceptance_length), k, tree,
-                                           siblings, batch, context, overhead_ms))
+                                           siblings, batch, context, overhead_ms, adaptive))
     if isinstance(result, RealStep):
         _render_real(result, fmt)
     else:

@@ -278,10 +278,11 @@ def map_row(row: pd.Series) -> tuple[GridRow | None, str]:
 
 
 def _weights(row: pd.Series) -> str:
-    """The weight format a row's notes state (`weights=nvfp4`), checked; bf16 where they state none."""
+    """The weight format a row's notes state (`weights=nvfp4`), checked; where they state none, the checkpoint's
+    own (`native`: bf16 for most, the released fp8 / fp4 formats of DeepSeek-V3/V4, Kimi, gpt-oss ...)."""
     found = re.search(r"weights=([A-Za-z0-9_]+)", str(row.get("notes", "")))
     if not found:
-        return "bf16"
+        return "native"
     try:
         return check_precision(found.group(1))
     except SpecsimError as exc:

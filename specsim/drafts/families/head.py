@@ -36,10 +36,13 @@ def head_model(target: ModelSpec, vocab: int | None = None, moe: bool = False) -
     """A one-layer model at the target's width: EAGLE's draft layer (dense, full attention) or an MTP
     module (as the target's layer: MoE for DeepSeek-V3, full attention in a hybrid model (Qwen3-Next's
     qwen3_next_mtp.py), with the target's sparse attention (DSA: the MTP layer has its indexer) and, in
-    DeepSeek-V4, its last compress_ratios entry 0: the sliding window only)."""
+    DeepSeek-V4, its last compress_ratios entry 0: the sliding window only). A dense head on a target without
+    dense layers (DeepSeek-V4, Qwen3.5: no dense width in the config) gets the target's active FFN width (top-k
+    experts plus the shared ones): an assumption, no released head states its width."""
     sparse = 1 if moe and target.n_sparse_layers else 0
+    width = target.intermediate or target.moe_intermediate * max(target.top_k, 1) + target.shared_width
     return dataclasses.replace(
-        target, name=f"{target.name}-head", n_layers=1, vocab=vocab or target.vocab,
+        target, name=f"{target.name}-head", n_layers=1, vocab=vocab or target.vocab, intermediate=width,
         n_dense_layers=0,
         n_experts=target.n_experts if moe else 0, top_k=target.top_k if moe else 0,
         n_shared_experts=target.n_shared_experts if moe else 0,
