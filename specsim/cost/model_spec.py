@@ -313,9 +313,28 @@ class ModelSpec:
             + branches * self.hidden * self.shared_width + 2 * self.hidden * self.moe_latent
         return c["attention"] + c["dense_mlp"] + self.n_moe_layers * per_token + c["embedding"] + c["lm_head"]
 
+    def replicated_attention_params(self) -> float:
+        """Attention parameters every GPU of a tensor-parallel group holds whole, as the engines load them and
+        `ops._projections` prices them: MLA's down-projections to the q and KV latents (vLLM / SGLang
+        `fused_qkv_a_proj_with_mqa`, a ReplicatedLinear), DeepSeek-V4's q down-projection and its one KV head, and
+        the sparse-attention indexer (replicated: `mixers.indexer_ops`)."""
+        h = self.hidden
+        per_layer = 0.0
+        if self.is_mla:
+            per_layer = h * (self.q_lora_rank + self.kv_lora_rank + self.qk_rope_head_dim)
+        elif self.compressed_layers:
+            per_layer = h * (self.q_lora_rank + self.head_dim)
+        index = 0.0
+        if self.index_heads:
+            q_in = self.q_lora_rank or h
+            index = sum(n for n, _ in self.index_groups(1.0)) * (
+                q_in * self.index_heads * self.index_dim + h * self.index_dim + h * self.index_heads)
+        return float(self.n_attn_layers * per_layer + index)
+
     def weight_bytes_per_gpu(self, precision: str, tp: int | Layout = 1) -> float:
-        """Bytes of weights on one GPU under a layout (layout.py): attention, shared experts, embeddings and the
-        head split over the attention tp (replicated over DP-attention groups); routed experts over every GPU
+        """Bytes of weights on one GPU under a layout (layout.py): attention (but its replicated pieces:
+        `replicated_attention_params`), shared experts, embeddings and the head split over the attention tp
+        (replicated over DP-attention groups); routed experts over every GPU
         of a stage (ep x moe_tp); dense MLPs over tp, or over the stage when DP attention gathers their tokens
         (an MoE model's dense layers, as SGLang runs them); the layers over the pipeline stages."""
         lay = as_layout(tp)
@@ -324,7 +343,8 @@ class ModelSpec:
         branches = 3 if self.gated_mlp else 2
         shared = self.n_moe_layers * branches * self.hidden * self.shared_width
         dense_split = lay.world if self.is_moe else lay.tp
-        per_stage = (c["attention"] * p.bytes_of("attention") / lay.tp
+        whole = self.replicated_attention_params()
+        per_stage = (((c["attention"] - whole) / lay.tp + whole) * p.bytes_of("attention")
                      + c["dense_mlp"] * p.bytes_of("dense") / dense_split
                      + (c["experts"] - shared) * p.bytes_of("experts") / lay.world
                      + shared * p.bytes_of("experts") / lay.tp) / lay.pp

@@ -35,10 +35,14 @@ def test_weights_split_as_each_part_is_split() -> None:
             + (c["experts"] - shared) * p.bytes_of("experts") / 8 + shared * p.bytes_of("experts")
             + (c["embedding"] + c["lm_head"]) * p.bytes_of("head"))
     assert DSV3.weight_bytes_per_gpu("fp8_block", Layout(1, dp=8, ep=8)) == pytest.approx(want, rel=1e-12)
-    # tensor parallelism alone divides everything by tp; a pipeline divides the layers again
-    assert DSV3.weight_bytes_per_gpu("fp8_block", 8) == pytest.approx(DSV3.weight_bytes("fp8_block") / 8)
+    # tensor parallelism alone divides everything by tp but MLA's latent down-projections (replicated, as vLLM's
+    # and SGLang's fused_qkv_a_proj_with_mqa is: h x (q_lora_rank + kv_lora_rank + rope) per layer); a pipeline
+    # divides the layers again
+    whole = DSV3.n_attn_layers * DSV3.hidden * (DSV3.q_lora_rank + DSV3.kv_lora_rank + DSV3.qk_rope_head_dim)
+    extra = whole * (1 - 1 / 8) * p.bytes_of("attention")
+    assert DSV3.weight_bytes_per_gpu("fp8_block", 8) == pytest.approx(DSV3.weight_bytes("fp8_block") / 8 + extra)
     assert DSV3.weight_bytes_per_gpu("fp8_block", Layout(8, pp=2)) == pytest.approx(
-        DSV3.weight_bytes("fp8_block") / 16)
+        (DSV3.weight_bytes("fp8_block") / 8 + extra) / 2)
 
 
 def test_dp_attention_caches_its_own_sequences() -> None:
