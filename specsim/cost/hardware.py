@@ -132,34 +132,78 @@ def _allreduce_impls(raw: object, where: str) -> dict[str, dict[int, tuple[float
 
 
 _ALLTOALL_FIELDS = ("dispatch_latency_us", "dispatch_efficiency", "combine_latency_us", "combine_efficiency")
+#: A framework mode's fields (alltoall.ALLTOALL_FRAMEWORK_PARAMS); the copy costs may be left out (0).
+_ALLTOALL_FRAMEWORK_FIELDS = ("dispatch_overhead_us", "dispatch_efficiency", "combine_overhead_us",
+                              "combine_efficiency", "sharpness", "dispatch_copy_ns", "combine_copy_ns")
 
 
-def _alltoall(raw: object, where: str) -> dict[str, tuple[float, float, float, float]]:
-    """interconnect.alltoall: {ll | normal: {dispatch_latency_us, dispatch_efficiency, combine_latency_us,
-    combine_efficiency}} (specsim/cost/alltoall.py); latencies > 0 us, efficiencies in (0, 1]."""
-    from specsim.cost.alltoall import ALLTOALL_MODES
+def _required_nonnegative(entry: dict[str, Any], key: str, where: str) -> float:
+    value = float(require(entry, key, where))
+    if not 0 <= value < float("inf"):
+        raise SpecsimError(f"{where}: field '{key}' must be a finite number >= 0, got {value}")
+    return value
+
+
+def _alltoall_mode(entry: object, fields: tuple[str, ...], where: str) -> dict[str, float]:
+    """One mode's mapping: only `fields`, efficiencies in (0, 1]."""
+    if not isinstance(entry, dict):
+        raise SpecsimError(f"{where}: must be a mapping {{{', '.join(fields)}}}")
+    if unknown := set(entry) - set(fields):
+        raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} (allowed: {', '.join(fields)})")
+    out: dict[str, float] = {}
+    entry = {**{k: 0.0 for k in fields if k.endswith("_ns")}, **entry}
+    for key in fields:
+        if key.endswith(("overhead_us", "_ns")):
+            out[key] = _required_nonnegative(entry, key, where)
+        else:
+            out[key] = positive(entry, key, where)
+        if key.endswith("efficiency") and out[key] > 1:
+            raise SpecsimError(f"{where}: field '{key}' must be in (0, 1], got {out[key]}")
+        if key == "sharpness" and out[key] < 1:
+            raise SpecsimError(f"{where}: field 'sharpness' must be >= 1 (the p of a p-norm), got {out[key]}")
+    return out
+
+
+def _alltoall(raw: object, where: str) -> dict[str, dict[str, tuple[float, ...]]]:
+    """interconnect.alltoall (specsim/cost/alltoall.py): DeepEP's kernels per mode,
+    {ll | normal: {dispatch_latency_us, dispatch_efficiency, combine_latency_us, combine_efficiency}},
+    and per framework running DeepEP, {vllm | trtllm: {ll | normal: {dispatch_overhead_us,
+    dispatch_efficiency, combine_overhead_us, combine_efficiency, sharpness, dispatch_copy_ns,
+    combine_copy_ns}}};
+    latencies > 0 us, overheads and copy costs >= 0, efficiencies in (0, 1], sharpness >= 1."""
+    from specsim.cost.alltoall import ALLTOALL_IMPLEMENTATIONS, ALLTOALL_MODES
 
     if raw is None:
         return {}
     w = f"{where}.alltoall"
+    frameworks = ALLTOALL_IMPLEMENTATIONS[1:]
+    allowed = f"allowed: {', '.join((*ALLTOALL_MODES, *frameworks))}"
     if not isinstance(raw, dict):
-        raise SpecsimError(f"{w}: must be a mapping of mode ({', '.join(ALLTOALL_MODES)}) to "
-                           f"{{{', '.join(_ALLTOALL_FIELDS)}}}")
-    out: dict[str, tuple[float, float, float, float]] = {}
-    for mode, entry in raw.items():
-        if mode not in ALLTOALL_MODES:
-            raise SpecsimError(f"{w}: unknown mode {str(mode)!r} (allowed: {', '.join(ALLTOALL_MODES)})")
-        wm = f"{w}.{mode}"
-        if not isinstance(entry, dict):
-            raise SpecsimError(f"{wm}: must be a mapping {{{', '.join(_ALLTOALL_FIELDS)}}}")
-        if unknown := set(entry) - set(_ALLTOALL_FIELDS):
-            raise SpecsimError(f"{wm}: unknown field(s) {sorted(map(str, unknown))} "
-                               f"(allowed: {', '.join(_ALLTOALL_FIELDS)})")
-        values = [positive(entry, key, wm) for key in _ALLTOALL_FIELDS]
-        for key, value in zip(_ALLTOALL_FIELDS, values, strict=True):
-            if key.endswith("efficiency") and value > 1:
-                raise SpecsimError(f"{wm}: field '{key}' must be in (0, 1], got {value}")
-        out[str(mode)] = (values[0] * 1e-6, values[1], values[2] * 1e-6, values[3])
+        raise SpecsimError(f"{w}: must be a mapping of DeepEP's modes ({', '.join(ALLTOALL_MODES)}) and "
+                           f"frameworks ({', '.join(frameworks)}) to their parameters")
+    out: dict[str, dict[str, tuple[float, ...]]] = {}
+    for key, entry in raw.items():
+        if key in ALLTOALL_MODES:
+            v = _alltoall_mode(entry, _ALLTOALL_FIELDS, f"{w}.{key}")
+            out.setdefault("deepep", {})[str(key)] = (v["dispatch_latency_us"] * 1e-6, v["dispatch_efficiency"],
+                                                      v["combine_latency_us"] * 1e-6, v["combine_efficiency"])
+        elif key in frameworks:
+            wf = f"{w}.{key}"
+            if not isinstance(entry, dict):
+                raise SpecsimError(f"{wf}: must be a mapping of mode ({', '.join(ALLTOALL_MODES)}) to "
+                                   f"{{{', '.join(_ALLTOALL_FRAMEWORK_FIELDS)}}}")
+            modes: dict[str, tuple[float, ...]] = {}
+            for mode, params in entry.items():
+                if mode not in ALLTOALL_MODES:
+                    raise SpecsimError(f"{wf}: unknown mode {str(mode)!r} (allowed: {', '.join(ALLTOALL_MODES)})")
+                v = _alltoall_mode(params, _ALLTOALL_FRAMEWORK_FIELDS, f"{wf}.{mode}")
+                modes[str(mode)] = (v["dispatch_overhead_us"] * 1e-6, v["dispatch_efficiency"],
+                                    v["combine_overhead_us"] * 1e-6, v["combine_efficiency"], v["sharpness"],
+                                    v["dispatch_copy_ns"] * 1e-9, v["combine_copy_ns"] * 1e-9)
+            out[str(key)] = modes
+        else:
+            raise SpecsimError(f"{w}: unknown mode or implementation {str(key)!r} ({allowed}; DeepEP's own "
+                               "modes sit at the top level)")
     return out
 
 

@@ -159,11 +159,12 @@ class Interconnect:
     #: above): {impl: {n: (latency_s, busbw_bytes_per_s, sharpness)}}; an implementation or GPU count
     #: missing here falls back to eager NCCL's figures (roofline.allreduce_time_s).
     allreduce_by_implementation: dict[str, dict[int, tuple[float, float, float]]] = field(default_factory=dict)
-    #: MoE all-to-all (expert-parallel dispatch + combine, specsim/cost/alltoall.py): {mode ("ll" |
-    #: "normal"): (dispatch_latency_s, dispatch_efficiency, combine_latency_s, combine_efficiency)}, the
-    #: efficiencies fractions of link_bw_bytes_per_s; a mode missing here borrows the nearest covered
-    #: GPU's parameters (alltoall.NEAREST_COVERED).
-    alltoall: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
+    #: MoE all-to-all (expert-parallel dispatch + combine, specsim/cost/alltoall.py): {implementation
+    #: ("deepep" | "vllm" | "trtllm"): {mode ("ll" | "normal"): parameters}}: for "deepep"
+    #: (dispatch_latency_s, dispatch_efficiency, combine_latency_s, combine_efficiency), for a framework
+    #: alltoall.ALLTOALL_FRAMEWORK_PARAMS; efficiencies are fractions of link_bw_bytes_per_s. An
+    #: implementation or mode missing here borrows the nearest covered GPU's (alltoall.NEAREST_COVERED).
+    alltoall: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
 
 
 #: All-reduce implementations a caller chooses among: eager NCCL called op by op (PyTorch eager, the

@@ -27,6 +27,18 @@ class AlltoallYaml(TypedDict):
     combine_efficiency: float
 
 
+class AlltoallFrameworkYaml(TypedDict):
+    """One mode of a framework's all-to-all parameters (interconnect.alltoall.<vllm | trtllm>)."""
+
+    dispatch_overhead_us: float
+    dispatch_efficiency: float
+    combine_overhead_us: float
+    combine_efficiency: float
+    sharpness: float
+    dispatch_copy_ns: float
+    combine_copy_ns: float
+
+
 class InterconnectYaml(TypedDict, total=False):
     """The interconnect block; the all-reduce tables and the all-to-all block only where the profile has them."""
 
@@ -36,7 +48,8 @@ class InterconnectYaml(TypedDict, total=False):
     allreduce_latency_us: float
     allreduce_by_world_size: dict[int, AllreduceYaml]
     allreduce_by_implementation: dict[str, dict[int, AllreduceYaml]]
-    alltoall: dict[str, AlltoallYaml]
+    #: DeepEP's modes (ll, normal) at the top level, then one {mode: parameters} block per framework
+    alltoall: dict[str, AlltoallYaml | dict[str, AlltoallFrameworkYaml]]
 
 
 class ProfileYaml(TypedDict, total=False):
@@ -82,9 +95,18 @@ def _interconnect_yaml(hw: HardwareProfile) -> InterconnectYaml:
         out["allreduce_by_implementation"] = {impl: _allreduce_yaml(t)
                                               for impl, t in ic.allreduce_by_implementation.items()}
     if ic.alltoall:
-        out["alltoall"] = {mode: {"dispatch_latency_us": p[0] * 1e6, "dispatch_efficiency": p[1],
-                                  "combine_latency_us": p[2] * 1e6, "combine_efficiency": p[3]}
-                           for mode, p in ic.alltoall.items()}
+        a2a: dict[str, AlltoallYaml | dict[str, AlltoallFrameworkYaml]] = {}
+        for mode, p in ic.alltoall.get("deepep", {}).items():
+            a2a[mode] = {"dispatch_latency_us": p[0] * 1e6, "dispatch_efficiency": p[1],
+                         "combine_latency_us": p[2] * 1e6, "combine_efficiency": p[3]}
+        for impl, modes in ic.alltoall.items():
+            if impl != "deepep":
+                a2a[impl] = {mode: {"dispatch_overhead_us": p[0] * 1e6, "dispatch_efficiency": p[1],
+                                    "combine_overhead_us": p[2] * 1e6, "combine_efficiency": p[3],
+                                    "sharpness": p[4], "dispatch_copy_ns": p[5] * 1e9,
+                                    "combine_copy_ns": p[6] * 1e9}
+                             for mode, p in modes.items()}
+        out["alltoall"] = a2a
     return out
 
 

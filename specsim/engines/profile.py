@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specsim.cost.alltoall import ALLTOALL_IMPLEMENTATIONS
 from specsim.errors import SpecsimError
 from specsim.files import is_file, read_mapping
 from specsim.records import OMIT_NONE
@@ -103,6 +104,10 @@ class EngineProfile:
     #: the running requests the engine allows when speculating unless the user sets a limit (0: no such cap):
     #: SGLang resets max_running_requests to 48 for EAGLE / NGRAM
     spec_max_running: int = 0
+    #: who runs the MoE all-to-all under expert parallelism (specsim/cost/alltoall.py
+    #: ALLTOALL_IMPLEMENTATIONS): DeepEP's kernels alone ("deepep") or vLLM's / TensorRT-LLM's own
+    #: DeepEP path ("vllm", "trtllm"), whose fitted per-phase overhead the cost model adds
+    alltoall: str = "deepep"
     sources: dict[str, str] = field(default_factory=dict)
     source_path: str = ""  # the YAML read (`engines show` names it apart from the profile's figures)
     #: Eager research loops only: kernel / view / host-tensor ops per cycle as a + b x layers, measured per
@@ -176,7 +181,7 @@ def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     unknown = set(data) - known
     if unknown:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(known))})")
-    missing = sorted(known - set(data) - {"sources", "eager_loop", "spec_max_running"})
+    missing = sorted(known - set(data) - {"sources", "eager_loop", "spec_max_running", "alltoall"})
     if missing:
         raise SpecsimError(f"{where}: missing field(s) {missing}")
     values: dict[str, Any] = {}  # the numbers, flags and kinds, checked (EngineProfile's keyword arguments)
@@ -212,6 +217,13 @@ def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     if cap and not str(sources.get("spec_max_running", "")).strip():
         raise SpecsimError(f"{where}: every number needs a source; missing sources for ['spec_max_running']")
     values["spec_max_running"] = cap
+    a2a = data.get("alltoall", "deepep")
+    if a2a not in ALLTOALL_IMPLEMENTATIONS:
+        raise SpecsimError(f"{where}: field 'alltoall' must be one of {', '.join(ALLTOALL_IMPLEMENTATIONS)}, "
+                           f"got {a2a!r}")
+    if "alltoall" in data and not str(sources.get("alltoall", "")).strip():
+        raise SpecsimError(f"{where}: every number needs a source; missing sources for ['alltoall']")
+    values["alltoall"] = a2a
     eager = _eager_loop(data.get("eager_loop"), where) if data.get("eager_loop") is not None else None
     return EngineProfile(name=str(data["name"]), description=str(data["description"]), version=str(data["version"]),
                          graph_sizes=tuple(int(s) for s in sizes), sources={str(k): str(v) for k, v in sources.items()},

@@ -48,6 +48,7 @@ def test_a_number_without_a_source_is_refused() -> None:
     ("cuda_graphs", "yes", "must be true or false"),
     ("allreduce", "mpi", "must be one of custom, nccl_graph, nccl"),
     ("graph_sizes", [8, 4], "ascending list"),
+    ("alltoall", "pplx", "field 'alltoall' must be one of deepep, vllm, trtllm"),
 ])
 def test_bad_fields_name_the_field(field: str, value: object, message: str) -> None:
     data = yaml.safe_load((engines_dir() / "sglang.yaml").read_text())
@@ -59,3 +60,18 @@ def test_bad_fields_name_the_field(field: str, value: object, message: str) -> N
 def test_unknown_engine_lists_the_known_ones() -> None:
     with pytest.raises(SpecsimError, match=r"unknown engine 'tgi'.*vllm"):
         load_engine("tgi")
+
+
+def test_alltoall_implementation_per_engine_is_sourced() -> None:
+    """Who runs the MoE all-to-all (specsim/cost/alltoall.py): vLLM's and TensorRT-LLM's own DeepEP
+    paths, DeepEP's kernels alone elsewhere (the default for engines without EP)."""
+    expected = {"vllm": "vllm", "vllm-0.10": "vllm", "trtllm": "trtllm", "sglang": "deepep", "sglang-0.4": "deepep",
+                "atom": "deepep", "hf": "deepep"}
+    for name, impl in expected.items():
+        engine = load_engine(name)
+        assert engine.alltoall == impl, name
+        assert name == "hf" or engine.sources["alltoall"].strip(), name
+    data = yaml.safe_load((engines_dir() / "vllm.yaml").read_text())
+    del data["sources"]["alltoall"]
+    with pytest.raises(SpecsimError, match="missing sources for \\['alltoall'\\]"):
+        parse_engine(data, "x.yaml")
