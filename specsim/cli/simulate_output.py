@@ -199,7 +199,7 @@ def _head_lines(o: Outcome, data: dict[str, Any]) -> tuple[str, list[str]]:
     then the traffic."""
     st = o.setup
     s = st.scenario
-    head = f"{s.name}: {s.model.name} on {s.tp}x {s.hardware.name} ({s.engine.name})"
+    head = f"{s.name}: {s.model.name} on {s.where} ({s.engine.name})"
     lines = []
     if o.off is not None:
         lines.append("off: no speculation" + (f" (policy from {st.policy_source})" if o.on is None else ""))

@@ -25,6 +25,10 @@ from specsim.cost.moe import distinct_experts, moe_routing_bytes
 from specsim.cost.ops_core import Ctx, Op, PassShape, context, gemm, make_shape, moe_gemm, op, sum_ops
 from specsim.cost.roofline import Array
 
+#: Tokens per rank DeepEP's low-latency dispatch takes (num_max_dispatch_tokens_per_rank: 128 in SGLang's
+#: DeepEPConfig and vLLM's deepep_low_latency prepare/finalize defaults).
+LL_MAX_TOKENS = 128.0
+
 __all__ = ["ACT_BYTES", "Op", "PassShape", "head_ops", "layer_ops", "make_shape"]
 
 
@@ -160,7 +164,11 @@ def _ffn_comm(c: Ctx, cl: Ctx, moe: bool) -> tuple[Array, Array, float]:
         return cl.expand(cl.cm.allreduce(comm, lay.tp, s.allreduce) * on), cl.expand(comm * on), on
     if moe and lay.ep > 1:
         per_rank = c.tokens / lay.world
-        t = alltoall_time_s(c.hw, per_rank, float(model.hidden), float(model.top_k), lay.ep, lay.a2a)
+        # DeepEP's low-latency kernels take at most LL_MAX_TOKENS tokens per rank; larger passes (prefill) run the
+        # normal (high-throughput) kernels, as SGLang's --deepep-mode auto and vLLM's deepep backends choose
+        args = (c.hw, per_rank, float(model.hidden), float(model.top_k), lay.ep)
+        t = np.where(per_rank > LL_MAX_TOKENS, alltoall_time_s(*args, "normal", impl=s.alltoall),
+                     alltoall_time_s(*args, lay.a2a, impl=s.alltoall))
         # bytes on the wire per rank: fp8 dispatch (1 byte + scales) and bf16 combine of T x k rows
         return c.expand(t), c.expand(per_rank * model.top_k * model.hidden * (1.0 + ACT_BYTES)), 2.0
     comm = c.tokens * model.hidden * ACT_BYTES

@@ -64,6 +64,7 @@ class PassShape:
     weight_dtype: str = "bf16"  # a format, or a precision per part (dtypes.Precision)
     kv_dtype: str = "bf16"
     allreduce: str = "nccl"
+    alltoall: str = "deepep"  # who runs the MoE all-to-all (alltoall.ALLTOALL_IMPLEMENTATIONS)
 
     @property
     def tp(self) -> int:
@@ -85,7 +86,8 @@ class PassShape:
 
 
 def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, tp: int | Layout = 1,
-               weight_dtype: str = "bf16", kv_dtype: str = "bf16", allreduce: str = "nccl") -> PassShape:
+               weight_dtype: str = "bf16", kv_dtype: str = "bf16", allreduce: str = "nccl",
+               alltoall: str = "deepep") -> PassShape:
     """A validated shape; `tp` is a tensor-parallel degree or a whole layout."""
     b, q, ctx = (np.array(a, dtype=float) for a in np.broadcast_arrays(batch, q_per_seq, context_len))
     if not isinstance(tp, Layout) and (tp < 1 or tp > 64):
@@ -101,7 +103,7 @@ def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, t
         raise SpecsimError("weight precision 'native' must be resolved against the model first")
     check_precision(weight_dtype)
     kv_bytes(kv_dtype)
-    return PassShape(b, q, ctx, layout, weight_dtype, kv_dtype, allreduce)
+    return PassShape(b, q, ctx, layout, weight_dtype, kv_dtype, allreduce, alltoall)
 
 
 @dataclass(frozen=True)

@@ -133,12 +133,14 @@ def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Arr
     gpu = kernels = np.zeros(np.broadcast_shapes(b_run.shape, q.shape, ctx.shape))
     eager_br = None
     if not graphed.all():
-        eager_br = _breakdown(hw, model, b_run, q, ctx, *shape_args, "nccl")
+        eager_br = _breakdown(hw, model, b_run, q, ctx, *shape_args, "nccl", e.alltoall)
         gpu, kernels = _gpu_time_s(eager_br)
     if graphed.any():
         impl = e.allreduce if as_layout(tp).gpus > 1 else "nccl"
-        br = eager_br if eager_br is not None and impl == "nccl" else _breakdown(hw, model, b_run, q, ctx,
-                                                                                 *shape_args, impl)
+        # inside a graph the framework's host-side all-to-all work is gone: DeepEP's kernels alone (NVIDIA's vLLM
+        # and TRT-LLM all-to-all tables time the framework's call eagerly)
+        same = impl == "nccl" and e.alltoall == "deepep"
+        br = eager_br if eager_br is not None and same else _breakdown(hw, model, b_run, q, ctx, *shape_args, impl)
         graph_gpu, _ = _gpu_time_s(br, b_run, real_batch=b)
         gpu = np.where(graphed, graph_gpu, gpu)
     launches: float | Array
@@ -169,9 +171,10 @@ def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: Array
 
 
 def _breakdown(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int | Layout,
-               weight_dtype: str, kv_dtype: str, allreduce: str = "nccl") -> ForwardBreakdown:
-    """The forward pass's kernels at (batch, q, context) with the given all-reduce implementation."""
-    return breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce))
+               weight_dtype: str, kv_dtype: str, allreduce: str = "nccl", alltoall: str = "deepep"
+               ) -> ForwardBreakdown:
+    """The forward pass's kernels at (batch, q, context) with the given all-reduce and all-to-all."""
+    return breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce, alltoall))
 
 
 def _gpu_time_s(br: ForwardBreakdown, batch: Array | None = None, real_batch: Array | None = None

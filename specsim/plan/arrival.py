@@ -165,8 +165,8 @@ def plan_arrival(s: Scenario, t: Target, detail: bool = True) -> Plan:
     rep = max(1.0, base[0] / 4.0)
     results = _arrival_best(s, t, drafts, rep)
     if not results:
-        raise SpecsimError(f"{s.path}: no configuration serves {a.rate_rps:g} requests/s within memory on {s.tp}x "
-                           f"{s.hardware.name}: lower the rate, shorten prompts/outputs, raise tp or use fp8")
+        raise SpecsimError(f"{s.path}: no configuration serves {a.rate_rps:g} requests/s within memory on {s.where}"
+                           f": lower the rate, shorten prompts/outputs, raise tp or use fp8")
     lat, d, cfg, n = min(results, key=lambda r: r[0])
     dd = with_depth(d, s.max_k)
     # The bucket's figures are those at the integer batch nearest the fixed point (what

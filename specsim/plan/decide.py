@@ -43,7 +43,7 @@ def require_fit(s: Scenario, t: Target, batch: np.ndarray, ctx: np.ndarray, labe
     i = int(np.flatnonzero(~ok)[0])
     total = float(np.broadcast_to(mem.total, np.shape(batch))[i]) / 2**30
     cap = float(np.broadcast_to(mem.capacity, np.shape(batch))[i]) / 2**30
-    raise SpecsimError(f"{s.path}: {s.model.name} on {s.tp}x {s.hardware.name} ({s.weight_dtype} weights) does not "
+    raise SpecsimError(f"{s.path}: {s.model.name} on {s.where} ({s.weight_dtype} weights) does not "
                        f"fit: {total:.1f} GiB needed of {cap:.1f} GiB per GPU at {labels[i]}, even without "
                        "speculation; lower the batch or context, raise tp, or use fp8 weights / KV cache")
 

@@ -81,6 +81,11 @@ class Scenario:
     def gpus(self) -> int:
         """GPUs of one engine instance (a replica)."""
         return self.tp if self.layout is None else self.layout.gpus
+
+    @property
+    def where(self) -> str:
+        """'8x h200' or '8x h200 (tp 1, dp 8, ep 8)'."""
+        return f"{self.gpus}x {self.hardware.name}" + ("" if self.layout is None else f" ({self.layout})")
     traffic: TrafficSpec | None = field(default=None, compare=False)  # `traffic:` (specsim simulate)
     serving: ServingSpec | None = field(default=None, compare=False)  # `serving:` (specsim simulate)
 

@@ -100,3 +100,30 @@ def test_more_tokens_never_cost_less(layout: Layout) -> None:
     q = np.arange(1.0, 17.0)[:, None]
     t = forward_time_s(H200, DSV3, BATCH[None, :], q, 8192.0, layout, "fp8_block")
     assert np.all(np.diff(t, axis=0) >= -1e-12)
+
+
+def test_prefill_sized_passes_take_deepeps_normal_kernels() -> None:
+    # 2048 tokens over 8 GPUs = 256 per rank, past the low-latency kernels' 128: the normal mode prices them
+    from specsim.cost.costmodel import cost_model
+
+    lay = Layout(1, dp=8, ep=8)
+    comm = _family(DSV3, lay, 2048.0)["communication"]
+    normal = float(alltoall_time_s(H200, 256.0, DSV3.hidden, DSV3.top_k, 8, "normal"))
+    gather = float(cost_model(H200).allreduce(2048.0 * DSV3.hidden * ACT_BYTES, 8, "nccl"))
+    assert comm == pytest.approx(DSV3.n_moe_layers * normal + DSV3.n_dense_layers * gather, rel=1e-9)
+
+
+def test_an_engines_own_all_to_all_runs_outside_graphs_only() -> None:
+    # NVIDIA's vLLM table times vLLM's eager call: never cheaper than DeepEP's kernels; a graphed pass replays those
+    from specsim.engines.passes import pass_time_s
+    from specsim.engines.profile import load_engine
+
+    lay = Layout(1, dp=8, ep=8)
+    deepep = _family(DSV3, lay, 64.0)["communication"]
+    shape = make_shape(64.0, 1.0, 4096.0, lay, "fp8_block", alltoall="vllm")
+    vllm = float(breakdown(DSV3, H200, shape).by_family()["communication"])
+    assert vllm > deepep
+    e = load_engine("vllm")
+    graphed = pass_time_s(e, H200, DSV3, 64.0, 1.0, 4096.0, lay, "fp8_block")
+    eager = pass_time_s(e, H200, DSV3, 64.0, 1.0, 4096.0, lay, "fp8_block", graphs=False)
+    assert float(eager) > float(graphed)

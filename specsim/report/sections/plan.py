@@ -38,7 +38,7 @@ def header(c: Ctx) -> str:
     lines += [f"> **Recommendation:** {d['recommendation']}", ""]
     slo = f", SLO {s.slo_ms_per_token:g} ms/token" if s.slo_ms_per_token else ""
     lines += [
-        f"- **Target:** {s.model.name} on {s.tp}x {s.hardware.name}, weights {s.weight_dtype}, KV cache "
+        f"- **Target:** {s.model.name} on {s.where}, weights {s.weight_dtype}, KV cache "
         f"{s.kv_dtype}, {s.memory_utilization:.0%} of GPU memory usable",
         f"- **Objective:** {s.objective}{slo}; k up to {s.max_k}",
         "- **Drafts considered:** " + "; ".join(_describe_draft(x) for x in s.drafts),

@@ -74,7 +74,7 @@ def provenance_section(c: Ctx, reference: Path | None) -> Section:
     a = [f"Every number is a model prediction from the roofline cost model (`specsim forward`) and the acceptance "
          f"model, not a measurement; hardware profile `{Path(hw.source_path).name or hw.name}`.",
          f"Target {s.model.name}: {s.model.n_params() / 1e9:.1f} B parameters, {s.weight_dtype} weights, "
-         f"{s.kv_dtype} KV cache, tensor parallel {s.tp}; {s.memory_utilization:.0%} of GPU memory usable.",
+         f"{s.kv_dtype} KV cache, {s.where}; {s.memory_utilization:.0%} of GPU memory usable.",
          "Acceptance: " + "; ".join(f"{d.label}: {d.acceptance.source}" for d in s.drafts) + ".",
          "A chain of k draft tokens yields 1 + a1 + a1 a2 + ... tokens per step (trees: the expected accepted "
          "path); acceptance does not depend on batch or context.",
