@@ -62,11 +62,14 @@ class PlannerCost:
         return np.asarray(m.step_time_s, dtype=np.float64)
 
     def prefill_s(self, tokens: np.ndarray, mean_context: np.ndarray) -> np.ndarray:
-        """One pass of `tokens` prompt tokens (batch 1) over `mean_context`; 0 for no tokens."""
+        """One pass of `tokens` prompt tokens over `mean_context` in the target's layout; 0 for no tokens. Batch 1,
+        but under DP attention the prompts being prefilled spread over the groups as the decodes do (each group's
+        scheduler admits its own requests): dp sequences of tokens / dp each."""
         t = self.target
         tok = np.asarray(tokens, dtype=np.float64)
         ctx = np.maximum(np.asarray(mean_context, dtype=np.float64), 0.0)
-        s = pass_time_s(t.engine, t.hardware, t.model, 1.0, np.maximum(tok, 1.0), ctx, t.tp, t.weight_dtype,
+        dp = 1.0 if t.layout is None else float(t.layout.dp)
+        s = pass_time_s(t.engine, t.hardware, t.model, dp, np.maximum(tok / dp, 1.0), ctx, t.par, t.weight_dtype,
                         t.kv_dtype)
         return np.asarray(np.where(tok > 0, s, 0.0), dtype=np.float64)
 

@@ -34,7 +34,7 @@ FloatLike = TypeVar("FloatLike", float, np.ndarray)
 
 def prefill_time_s(t: Target, prompt_tokens: int) -> float:
     """One request's prefill: its prompt in one pass, attending to half of it on average."""
-    return float(forward_time_s(t.hardware, t.model, 1, prompt_tokens, prompt_tokens / 2, t.tp, t.weight_dtype,
+    return float(forward_time_s(t.hardware, t.model, 1, prompt_tokens, prompt_tokens / 2, t.par, t.weight_dtype,
                                 t.kv_dtype))
 
 

@@ -140,3 +140,27 @@ def test_analytic_schedule_is_the_fastest_k_at_each_batch(eight_b: tuple[Target,
     for b in (1, 4):  # at low batch: the k with the most tokens per second, by config_metrics (the evaluate route)
         thr = [float(config_metrics(t, d, k, float(b), 1500.0).throughput_tok_s) for k in range(7)]
         assert thr[int(table[b])] >= max(thr) * 0.99
+
+
+def test_prefill_runs_in_the_targets_layout() -> None:
+    """A prefill pass is priced in the whole layout (it used to see tp alone: all experts on one GPU under DP
+    attention), its prompts spread over the DP-attention groups as the decodes are."""
+    import numpy as np
+
+    from specsim.advise.planner import PlannerCost
+    from specsim.cost.hardware import load_hardware
+    from specsim.cost.layout import Layout
+    from specsim.cost.model import load_model
+    from specsim.drafts.build import make_draft
+    from specsim.engines.passes import pass_time_s
+    from specsim.step.evaluate import Target
+
+    m, hw = load_model("deepseek-v3"), load_hardware("h200")
+    lay = Layout(1, dp=8, ep=8)
+    t = Target(hw, m, 1, "fp8_block", layout=lay)
+    cost = PlannerCost(t, make_draft({"method": "none"}, m, "test"))
+    got = float(cost.prefill_s(np.array(4096.0), np.array(2048.0)))
+    want = float(pass_time_s(t.engine, hw, m, 8.0, 512.0, 2048.0, lay, "fp8_block", "bf16"))
+    assert got == want
+    alone = float(pass_time_s(t.engine, hw, m, 1.0, 4096.0, 2048.0, 1, "fp8_block", "bf16"))
+    assert got < 0.5 * alone

@@ -44,10 +44,10 @@ def _whole_split_s(t: Target, e: EngineProfile, b: np.ndarray, q: np.ndarray, ct
                    ) -> dict[str, np.ndarray]:
     """`engine_pass_split_ms` at whole tokens per sequence, in seconds."""
     b_run, graphed = graph_batch(e, b, q)
-    impl = e.allreduce if t.tp > 1 else "nccl"
+    impl = e.allreduce if t.gpus > 1 else "nccl"
 
     def families(allreduce: str) -> dict[str, np.ndarray]:
-        br: ForwardBreakdown = breakdown(t.model, t.hardware, make_shape(b_run, q, ctx, t.tp, t.weight_dtype,
+        br: ForwardBreakdown = breakdown(t.model, t.hardware, make_shape(b_run, q, ctx, t.par, t.weight_dtype,
                                                                          t.kv_dtype, allreduce))
         return {f: np.asarray(v, dtype=float) for f, v in br.by_family().items()}
 
@@ -61,7 +61,7 @@ def _whole_split_s(t: Target, e: EngineProfile, b: np.ndarray, q: np.ndarray, ct
             out[f] = np.where(graphed, graph[f], eager[f]) if graph is not None and eager is not None else only[f]
     # a padded graph's slots carry no KV cache: attention for the real sequences only (passes._gpu_time_s)
     out["attention"] = out["attention"] * np.where(graphed, b / np.maximum(b_run, 1.0), 1.0)
-    total = pass_time_s(e, t.hardware, t.model, b, q, ctx, t.tp, t.weight_dtype, t.kv_dtype)
+    total = pass_time_s(e, t.hardware, t.model, b, q, ctx, t.par, t.weight_dtype, t.kv_dtype)
     # the rest of the engine's pass: the graph launch, or the host dispatch an eager pass waits on
     out["overhead"] = np.asarray(total, dtype=float) - sum(out.values(), np.zeros(np.shape(total)))
     return out
@@ -114,7 +114,7 @@ def verification_section(c: Ctx) -> Section:
     ctx_main = max(c.pooled, key=lambda cw: cw[1])[0]
     # (a): a decode pass of T sequences as the engine runs it (graph padding, its all-reduce, its launch)
     fam = engine_pass_split_ms(t, t.engine, tokens, 1.0, ctx_main)
-    br = breakdown(t.model, t.hardware, make_shape(tokens, 1, ctx_main, t.tp, t.weight_dtype, t.kv_dtype))
+    br = breakdown(t.model, t.hardware, make_shape(tokens, 1, ctx_main, t.par, t.weight_dtype, t.kv_dtype))
     lin = [op for op in br.ops if op.family == "linear"]
     zero = np.zeros_like(tokens)
     ridge = _ridge_tokens(sum((op.compute_s * op.count for op in lin), zero),
@@ -126,7 +126,7 @@ def verification_section(c: Ctx) -> Section:
     graphs = (f"CUDA graphs up to {engine.graph_sizes[-1]} {engine.graph_unit}, {engine.allreduce} all-reduce "
               "inside them" if graphed else "without CUDA graphs, NCCL all-reduce")
     comm = "all-reduce"
-    if graphed and t.tp > 1:
+    if graphed and t.gpus > 1:
         comm += f" ({engine.allreduce} in a CUDA graph" + (
             f"; eager NCCL above T = {engine.graph_sizes[-1]})" if tokens[-1] > engine.graph_sizes[-1] else ")")
     names = {"communication": comm, "overhead": "launch / host (graph replay or eager dispatch)"}
