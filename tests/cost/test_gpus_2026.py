@@ -164,7 +164,9 @@ def test_transfer_rules_of_the_profiles_without_a_table() -> None:
     for name, sibling, ratio in (("a30", "a100-sxm-80gb", (56 * 1440) / (108 * 1410)),
                                  ("rtx-5090", "rtx-pro-6000", (170 * 2407) / (188 * 2430))):
         mine, theirs = _eff(name), _eff(sibling)
-        assert _unscaled(mine) == _unscaled(theirs)
+        measured = {"memory"} if name == "a30" else set()  # a30: memory from its own GEMV (test_a30_measured.py)
+        assert {k: v for k, v in _unscaled(mine).items() if k not in measured} == {
+            k: v for k, v in _unscaled(theirs).items() if k not in measured}
         for k in ("l2_bw_tb_per_s", "l2_stream_tb_per_s"):
             assert mine[k] == pytest.approx(theirs[k] * ratio, rel=2e-3)
     for name in ("a40", "rtx-a6000"):
