@@ -109,6 +109,9 @@ def state(row: pd.Series, mode: str) -> Stated:
     if c is None or k is None:
         return Stated(rid, None, None, "no concurrency" if c is None else "no draft length k")
     length = _num(row, "acceptance_length")
+    if mode == "priors" and "mismatched" in str(row.get("draft_model", "")):
+        # the source's own test of a head trained for another target: no prior describes it (measured mode does)
+        return Stated(rid, None, None, "a drafter trained for another target: no prior describes it")
     if mode == "measured" and length is None:
         return Stated(rid, None, None, "the source gives no acceptance length")
     if mode == "measured" and str(row["engine"]) == "vllm" and str(row["draft"]) == "ngram":

@@ -22,8 +22,18 @@ def test_every_row_names_its_source_and_is_stated_or_says_why() -> None:
     reasons = [state(row, "priors").reason for _, row in CORPUS.iterrows()]
     stated = sum(not r for r in reasons)
     assert stated / len(CORPUS) >= 0.9  # issue 20's floor on the serving rows, with issue 21's corpus
-    allowed = ("data-parallel attention", "expert parallelism", "no concurrency", "draft method")
+    allowed = ("no concurrency", "draft method", "a drafter trained for another target")
     assert all(r.startswith(allowed) for r in reasons if r)
+
+
+def test_layouts_and_mismatched_drafters_are_stated_as_they_ran() -> None:
+    """DP-attention rows (ATOM --tp N --enable-dp-attention) run as N groups of one GPU; a head trained for another
+    target (the source's own mismatch test) is priced with its measured acceptance only."""
+    dpa = CORPUS[CORPUS["dp_attention"] == True].iloc[0]  # noqa: E712 (a column of bools)
+    st = state(dpa, "measured")
+    assert st.flags is not None and (st.flags.tp, st.flags.dp) == (1, int(dpa["tp"]))
+    odd = CORPUS[CORPUS["draft_model"].astype(str).str.contains("mismatched")].iloc[0]
+    assert state(odd, "priors").flags is None and state(odd, "measured").flags is not None
 
 
 def test_both_arms_are_measured_on_every_row() -> None:
