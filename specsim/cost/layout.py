@@ -92,6 +92,12 @@ class Layout:
         return ", ".join(parts)
 
 
+def placement(tp: int, layout: Layout | None, hardware: str) -> tuple[int, str]:
+    """(GPUs of one engine instance, '8x h200' or '8x h200 (tp 1, dp 8, ep 8)') of tp alone or a layout."""
+    gpus = tp if layout is None else layout.gpus
+    return gpus, f"{gpus}x {hardware}" + ("" if layout is None else f" ({layout})")
+
+
 def as_layout(tp: int | Layout) -> Layout:
     """A layout from a plain tensor-parallel degree (or the layout itself)."""
     return tp if isinstance(tp, Layout) else Layout(int(tp))

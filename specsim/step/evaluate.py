@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from specsim.cost import roofline as rl
 from specsim.cost.dtypes import resolve_native
 from specsim.cost.hardware_profile import HardwareProfile
-from specsim.cost.layout import Layout
+from specsim.cost.layout import Layout, placement
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
@@ -66,12 +66,12 @@ class Target:
     @property
     def gpus(self) -> int:
         """GPUs of one engine instance."""
-        return self.tp if self.layout is None else self.layout.gpus
+        return placement(self.tp, self.layout, self.hardware.name)[0]
 
     @property
     def where(self) -> str:
         """'8x h200' or '8x h200 (tp 1, dp 8, ep 8)'."""
-        return f"{self.gpus}x {self.hardware.name}" + ("" if self.layout is None else f" ({self.layout})")
+        return placement(self.tp, self.layout, self.hardware.name)[1]
 
 
 def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:
