@@ -47,11 +47,12 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "moe_expert_us": (0.0, 20.0),
     "moe_memory": (0.3, 1.0),
     "moe_default_tile_efficiency": (0.1, 1.0),
+    "quant_overhead_us": (0.0, 30.0),
 }
 GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness", "cta_k_overhead",
                "l2_bw_tb_per_s", "small_tile_efficiency", "streamk_fixup_tiles", "bw_ramp_ctas_frac",
                "power_throttle", "throttle_tau_ms", "swap_tile_efficiency", "splitk_overhead_us", "l2_resident_frac",
-               "l2_stream_tb_per_s", "fp8_compute", "dequant_tera_per_s")
+               "l2_stream_tb_per_s", "fp8_compute", "dequant_tera_per_s", "quant_overhead_us")
 ATTENTION_PARAMS = ("attention_compute", "attention_memory", "attention_overhead_us", "attention_cta_us",
                     "attention_cta_overlap", "attention_split_us", "attention_split_bw_loss",
                     "attention_cta_gb_per_s")

@@ -2,10 +2,10 @@
 
 The fit runs in stages, each op family on its own rows with the earlier stages' parameters fixed
 (their kernels share the GEMM's tile model): GEMMs (bf16, core shapes 512 <= N, K <= 16384; then
-the fp8 tile rate alone on fp8 rows), then attention (decode rows with KV > 128: streaming and
-fixed costs; prefill rows: the MMA rate), then fused MoE (balanced routing, ep = 1), then all-reduce per
-implementation and GPU count (custom all-reduce under CUDA graphs from the framework's table,
-NCCL from nccl-tests). Each family keeps one kernel per dtype (the framework's most-measured one);
+the fp8 tile rate and the quantisation's fixed cost on fp8 rows), then attention (decode rows with
+KV > 128: streaming and fixed costs; prefill rows: the MMA rate), then fused MoE (balanced routing,
+ep = 1), then all-reduce per implementation and GPU count (custom all-reduce under CUDA graphs from the
+framework's table, NCCL from nccl-tests). Each family keeps one kernel per dtype (the framework's most-measured one);
 MoE shapes whose rows cannot be physical are left out (`suspect_moe_shapes`).
 
 Scoring holds out shapes the fit did not see ("model shapes you did not fit"): GEMM (N, K) pairs
@@ -159,7 +159,7 @@ def fit_to_tables(hw: HardwareProfile, rows: TableRows, starts: int = 1, holdout
         return d[~rows.held(op)] if holdout and len(d) else d
 
     params = {
-        "gemm": [p for p in GEMM_PARAMS if p not in ("dequant_tera_per_s", "fp8_compute")],
+        "gemm": [p for p in GEMM_PARAMS if p not in ("dequant_tera_per_s", "fp8_compute", "quant_overhead_us")],
         "attention": list(ATTENTION_PARAMS),
         "moe": list(MOE_PARAMS),
     }
@@ -170,7 +170,7 @@ def fit_to_tables(hw: HardwareProfile, rows: TableRows, starts: int = 1, holdout
         elif op == "gemm":  # bf16 sets the tile model; fp8 rows then only their own tile rate
             d = train("gemm")
             hw = _stage(d[d["dtype"] == "bf16"], hw, params["gemm"], starts)
-            hw = _stage(d[d["dtype"] == "fp8"], hw, ["fp8_compute"], starts)
+            hw = _stage(d[d["dtype"] == "fp8"], hw, ["fp8_compute", "quant_overhead_us"], starts)
         elif op == "attention":  # decode rows set streaming and fixed costs; prefill rows the MMA rate
             d = train("attention")
             decode = [p for p in params["attention"] if p != "attention_compute"]

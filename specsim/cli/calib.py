@@ -129,7 +129,8 @@ def calibrate_tables(
         "--framework", help="whose kernels: vllm | sglang | trtllm (a family it lacks comes from another)")] = "vllm",
     starts: Annotated[int, typer.Option("--starts", help="fits from this many starting points; best kept")] = 1,
     score_only: Annotated[bool, typer.Option(
-        "--score-only", help="no fit: score the profile as it is on the tables' held-out shapes")] = False,
+        "--score-only", help="no fit: score the profile (its --framework kernels where it holds them) on the "
+        "tables' held-out shapes")] = False,
     name: Annotated[str | None, typer.Option("--name", help="name of the fitted profile")] = None,
     family: Annotated[str, typer.Option(
         "--family", help="all | kernels (GEMM, attention, MoE, all-reduce) | alltoall (MoE dispatch+combine)")
@@ -162,7 +163,8 @@ def calibrate_tables(
     report = None
     if family != "alltoall":
         if score_only:
-            report = tab.score(base, tab.load_rows(base.name, framework))
+            # the framework's own kernels where the profile holds them (its `frameworks` block), else its own
+            report = tab.score(base.for_framework(framework), tab.load_rows(base.name, framework))
         else:
             fitted, report, _ = tab.calibrate_to_tables(base, framework, starts)
     a2a = _alltoall_report(fitted, fit=not score_only) if family != "kernels" else None

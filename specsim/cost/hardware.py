@@ -18,6 +18,7 @@ from specsim.cost.hardware_profile import (
     TUNED_CONFIG_FILE,
     CostModelChoice,
     Efficiency,
+    FrameworkKernels,
     HardwareProfile,
     Interconnect,
 )
@@ -27,7 +28,7 @@ from specsim.files import is_file, parsed_once, positive, read_mapping, require
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
                   "efficiency", "provenance", "cost_model", "attention_kernel", "moe_kernel",
-                  "moe_tuned_configs"}
+                  "moe_tuned_configs", "frameworks"}
 
 
 def profiles_dir() -> Path:
@@ -305,7 +306,35 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         moe_kernel=_moe_kernel(data.get("moe_kernel", "grouped"), where),
         moe_tuned_configs=_moe_tuned_configs(data.get("moe_tuned_configs"), data.get("moe_kernel", "grouped"),
                                              where),
+        frameworks=_frameworks(data.get("frameworks"), where),
     )
+
+
+#: Frameworks whose own kernels a profile may carry (the engines' `framework`).
+KERNEL_FRAMEWORKS = ("vllm", "sglang", "trtllm")
+
+
+def _frameworks(raw: object, where: str) -> dict[str, FrameworkKernels]:
+    """frameworks: {vllm | sglang | trtllm: {efficiency: {...}, allreduce_by_implementation: {...}, source: str}}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: field 'frameworks' must be a mapping of framework to its kernels")
+    out: dict[str, FrameworkKernels] = {}
+    for name, block in raw.items():
+        w = f"{where}: frameworks.{name}"
+        if name not in KERNEL_FRAMEWORKS:
+            raise SpecsimError(f"{where}: frameworks: unknown framework {name!r} "
+                               f"(known: {', '.join(KERNEL_FRAMEWORKS)})")
+        if not isinstance(block, dict) or "efficiency" not in block:
+            raise SpecsimError(f"{w} must be a mapping with an 'efficiency' block")
+        unknown = set(block) - {"efficiency", "allreduce_by_implementation", "source"}
+        if unknown:
+            raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))}")
+        out[str(name)] = FrameworkKernels(_efficiency(block["efficiency"], w),
+                                          _allreduce_impls(block.get("allreduce_by_implementation"), w),
+                                          str(block.get("source", "")))
+    return out
 
 
 def _attention_kernel(raw: object, where: str) -> str:

@@ -100,6 +100,10 @@ class Efficiency:
     # Tensor-core rate of the default config's small blocks (64 x 64 x 32 and 16 x 32 x 64, 4 warps)
     # relative to a tuned fused-MoE tile's (moe_compute): less operand reuse per load, short K steps.
     moe_default_tile_efficiency: float = 0.54
+    # Fixed cost a W8A8 GEMM's activation quantisation adds beyond one streaming kernel (an engine's own fp8 path:
+    # TensorRT-LLM's torch-flow fp8 linear runs ~7 us more per GEMM than its bf16 one at 1-16 tokens on H100, vLLM's
+    # and SGLang's fused per-token quant none); fitted per framework on the fp8 GEMM rows.
+    quant_overhead_us: float = 0.0
     source: str = "datasheet defaults"
 
     FITTABLE = (
@@ -134,9 +138,11 @@ class Efficiency:
         "moe_expert_us",
         "moe_memory",
         "moe_default_tile_efficiency",
+        "quant_overhead_us",
     )
     NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles", "splitk_overhead_us", "attention_cta_us",
-                   "attention_split_bw_loss", "attention_split_us", "moe_overhead_us", "moe_expert_us")
+                   "attention_split_bw_loss", "attention_split_us", "moe_overhead_us", "moe_expert_us",
+                   "quant_overhead_us")
     FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac",
                  "swap_tile_efficiency", "fp8_compute", "attention_memory", "moe_compute", "moe_memory",
                  "moe_default_tile_efficiency")
@@ -165,6 +171,16 @@ class Interconnect:
     #: alltoall.ALLTOALL_FRAMEWORK_PARAMS; efficiencies are fractions of link_bw_bytes_per_s. An
     #: implementation or mode missing here borrows the nearest covered GPU's (alltoall.NEAREST_COVERED).
     alltoall: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FrameworkKernels:
+    """One framework's kernels on a GPU: the efficiencies fitted to its tables (a whole `Efficiency`), the in-graph
+    all-reduce it runs ({impl: {n: (latency_s, busbw_bytes_per_s, sharpness)}}), and where they come from."""
+
+    efficiency: Efficiency
+    allreduce_by_implementation: dict[str, dict[int, tuple[float, float, float]]] = field(default_factory=dict)
+    source: str = ""
 
 
 #: All-reduce implementations a caller chooses among: eager NCCL called op by op (PyTorch eager, the
@@ -200,10 +216,33 @@ class HardwareProfile:
     #: "triton_sglang": the tuned config files SGLang ships for this GPU (paths in sgl-project/sglang);
     #: bf16/fp16 (E, N) pairs in `moe_tuned_shapes`.
     moe_tuned_configs: tuple[str, ...] = ()
+    #: Each engine's own kernels (issue 22): {framework: its fitted parameters}, fitted to NVIDIA's tables of that
+    #: framework; the profile's own `efficiency` and all-reduce are vLLM's (the tables it was fitted to).
+    frameworks: dict[str, FrameworkKernels] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.total_memory_bytes:
             object.__setattr__(self, "total_memory_bytes", self.memory_bytes / 1e9 * 2**30)
+
+    def for_framework(self, framework: str) -> HardwareProfile:
+        """The profile as `framework`'s kernels run on this GPU: its fitted efficiencies and in-graph all-reduce
+        where the profile holds them (`frameworks`), else the profile itself. The same object each call (the
+        cost model's memos key on a profile's identity)."""
+        kernels = self.frameworks.get(framework)
+        if kernels is None:
+            return self
+        # derived profiles live beside the fields (not one: `dataclasses.replace` and `asdict` leave them out)
+        derived: dict[str, HardwareProfile] = self.__dict__.setdefault("_derived", {})
+        if (hit := derived.get(framework)) is not None:
+            return hit
+        ic = self.interconnect
+        impls = {**ic.allreduce_by_implementation}
+        for impl, table in kernels.allreduce_by_implementation.items():
+            impls[impl] = {**impls.get(impl, {}), **table}
+        out = dataclasses.replace(self, efficiency=kernels.efficiency, frameworks={},
+                                  interconnect=dataclasses.replace(ic, allreduce_by_implementation=impls))
+        derived[framework] = out
+        return out
 
     @property
     def is_hopper(self) -> bool:

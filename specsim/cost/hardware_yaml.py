@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypedDict
 
-from specsim.cost.hardware_profile import CostModelChoice, HardwareProfile
+from specsim.cost.hardware_profile import CostModelChoice, FrameworkKernels, HardwareProfile
 
 
 class AllreduceYaml(TypedDict):
@@ -74,6 +74,7 @@ class ProfileYaml(TypedDict, total=False):
     efficiency: dict[str, float | str]
     provenance: dict[str, Any]
     cost_model: dict[str, str | None]
+    frameworks: dict[str, dict[str, Any]]
 
 
 def _allreduce_yaml(table: dict[int, tuple[float, float, float]]) -> dict[int, AllreduceYaml]:
@@ -138,4 +139,17 @@ def profile_yaml_dict(hw: HardwareProfile) -> ProfileYaml:
     out["provenance"] = hw.provenance
     if hw.cost_model != CostModelChoice():
         out["cost_model"] = dataclasses.asdict(hw.cost_model)
+    if hw.frameworks:
+        out["frameworks"] = {name: framework_yaml(k) for name, k in hw.frameworks.items()}
+    return out
+
+
+def framework_yaml(k: FrameworkKernels) -> dict[str, Any]:
+    """One framework's kernels block (frameworks.<name>)."""
+    out: dict[str, Any] = {"efficiency": {f: v for f, v in dataclasses.asdict(k.efficiency).items() if f != "source"}}
+    if k.allreduce_by_implementation:
+        out["allreduce_by_implementation"] = {impl: _allreduce_yaml(t)
+                                              for impl, t in k.allreduce_by_implementation.items()}
+    if k.source:
+        out["source"] = k.source
     return out

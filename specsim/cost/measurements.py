@@ -231,13 +231,16 @@ def predict_rows(df: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
 
 
 def predict_table(df: pd.DataFrame, resolve: Callable[[str], HardwareProfile]) -> pd.DataFrame:
-    """Copy of the table with `predicted_ms`; `resolve(device)` gives each row's profile."""
+    """Copy of the table with `predicted_ms`; `resolve(device)` gives each row's profile, priced with the kernels of
+    the row's `framework` where the profile holds them (`HardwareProfile.for_framework`)."""
     out = df.copy()
     pred = np.full(len(df), np.nan)
     known = df["op"].isin(list(NEEDS)).to_numpy()
-    for device, g in df[known].groupby("device"):
-        idx = np.flatnonzero(known & (df["device"].to_numpy() == device))
-        pred[idx] = predict_rows(g, resolve(str(device)))
+    fw = (df["framework"].fillna("").astype(str).str.strip().str.lower() if "framework" in df
+          else pd.Series("", index=df.index))
+    for (device, framework), g in df[known].groupby([df["device"][known], fw[known]]):
+        idx = np.flatnonzero(known & (df["device"].to_numpy() == device) & (fw.to_numpy() == framework))
+        pred[idx] = predict_rows(g, resolve(str(device)).for_framework(str(framework)))
     out["predicted_ms"] = pred
     return out
 

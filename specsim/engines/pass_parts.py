@@ -127,7 +127,8 @@ def engine_pass(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, where: 
     them (by default of cost.forward.breakdown's ops)."""
     s = where.shape
     if ops is None:
-        ops = engine_ops(where, lambda shape: breakdown(model, hw, shape).ops)
+        kernels = hw.for_framework(e.framework)
+        ops = engine_ops(where, lambda shape: breakdown(model, kernels, shape).ops)
     total = pass_time_s(e, hw, model, s.batch, s.q_per_seq, s.context_len, s.layout, s.weight_dtype, s.kv_dtype)
     step = step_time_s(e, total, s.batch, speculative=False)
     shape = s.tokens.shape

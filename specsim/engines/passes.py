@@ -88,9 +88,12 @@ def pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, batch: 
     or the eager loop's measured op count). `graphs=False` prices the pass outside CUDA graphs whatever
     the batch (e.g. a drafter the engine does not capture).
 
-    Memoised (`_PASSES`, cost.memo) on everything the result depends on: the engine and hardware profiles by
+    The kernels are the engine's framework's on this GPU (`HardwareProfile.for_framework`: fitted to that
+    framework's tables where the profile holds them). Memoised (`_PASSES`, cost.memo) on everything the result
+    depends on: the engine and hardware profiles by
     identity, the model and scalars by value, the arrays by bytes."""
     b, q, ctx = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len))
+    hw = hw.for_framework(e.framework)  # the engine's own kernels on this GPU, where the profile holds them
     owners = (e, hw)
     key = _PASSES.key(owners, (model, tp, weight_dtype, kv_dtype, bool(graphs)), (b, q, ctx))
     if (hit := _PASSES.get(key, owners)) is not None:

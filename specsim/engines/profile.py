@@ -114,6 +114,14 @@ class EngineProfile:
     #: method on the loops' own code (see hf.yaml); None for engines that run graphs.
     eager_loop: EagerLoop | None = field(default=None, metadata=OMIT_NONE)
 
+    @property
+    def framework(self) -> str:
+        """Whose kernels the engine runs (a hardware profile's `frameworks` block of that name, where the GPU has
+        one): vllm, sglang or trtllm by the engine's name (versioned profiles included); "" for research loops and
+        engines without NVIDIA tables (ATOM): the profile's own kernels."""
+        base = self.name.split("-")[0].lower()
+        return base if base in ("vllm", "sglang", "trtllm") else ""
+
     def graph_size(self, units: float) -> float | None:
         """The captured size a batch of `units` pads to, or None when it runs without a graph."""
         if not self.cuda_graphs:
