@@ -47,7 +47,11 @@ def hardware_show(name: str, fmt: Fmt = "table") -> None:
     data = hw.to_yaml_dict()
     flat: dict[str, object] = {}
     for key, value in data.items():
-        if isinstance(value, dict):
+        if key == "frameworks" and isinstance(value, dict):  # each engine's own kernels: one row per parameter
+            for fw, block in value.items():
+                flat.update({f"frameworks.{fw}.{k}": v for k, v in block.get("efficiency", {}).items()})
+                flat.update({f"frameworks.{fw}.{k}": v for k, v in block.items() if k != "efficiency"})
+        elif isinstance(value, dict):
             flat.update({f"{key}.{k}": v for k, v in value.items()})
         else:
             flat[key] = value

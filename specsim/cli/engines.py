@@ -38,5 +38,7 @@ def engines_show(name: str, fmt: Fmt = "table") -> None:
         flat[key] = value
         if key in sources:
             flat[f"  source of {key}"] = sources[key]
+    flat["kernels"] = (f"{e.framework}'s where a GPU's profile holds them (its frameworks.{e.framework} block)"
+                       if e.framework else "the GPU profile's own")
     flat["profile file"] = e.source_path
     emit_mapping(flat, fmt, f"engine: {e.name}")

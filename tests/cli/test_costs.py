@@ -17,7 +17,15 @@ def test_hardware_and_models_commands(capsys) -> None:
     code, out, _ = run(capsys, "hardware", "list", "--format", "csv")
     assert code == 0 and "h100-sxm" in out and "mi300x" in out
     code, out, _ = run(capsys, "hardware", "show", "h200", "--format", "json")
-    assert code == 0 and json.loads(out)["mem_bw_tb_per_s"] == pytest.approx(4.8)
+    shown = json.loads(out)
+    assert code == 0 and shown["mem_bw_tb_per_s"] == pytest.approx(4.8)
+    # each engine's own kernels, one row per parameter, as the profile holds them
+    from specsim.cost.hardware import load_hardware
+
+    own = load_hardware("h200").for_framework("trtllm").efficiency
+    assert shown["frameworks.trtllm.fp8_compute"] == pytest.approx(own.fp8_compute)
+    code, out, _ = run(capsys, "engines", "show", "sglang-0.4", "--format", "json")
+    assert code == 0 and "frameworks.sglang" in json.loads(out)["kernels"]
     code, out, _ = run(capsys, "models", "show", "llama-3.1-70b", "--format", "json")
     assert code == 0 and json.loads(out)["kv_bytes_per_token.bf16"] == 327_680
 
