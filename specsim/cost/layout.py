@@ -24,8 +24,12 @@ One frozen value for every split a 2026 deployment combines (the engines' flags 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specsim.errors import SpecsimError
+
+if TYPE_CHECKING:
+    from specsim.cost.hardware_profile import HardwareProfile
 
 ALLTOALL_MODES = ("ll", "normal")
 
@@ -92,10 +96,22 @@ class Layout:
         return ", ".join(parts)
 
 
-def placement(tp: int, layout: Layout | None, hardware: str) -> tuple[int, str]:
-    """(GPUs of one engine instance, '8x h200' or '8x h200 (tp 1, dp 8, ep 8)') of tp alone or a layout."""
-    gpus = tp if layout is None else layout.gpus
-    return gpus, f"{gpus}x {hardware}" + ("" if layout is None else f" ({layout})")
+class Placed:
+    """What a target or scenario says about its GPUs, from its `tp`, `layout` (None: tp alone) and `hardware`."""
+
+    tp: int
+    layout: Layout | None
+    hardware: HardwareProfile
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one engine instance (a replica)."""
+        return self.tp if self.layout is None else self.layout.gpus
+
+    @property
+    def where(self) -> str:
+        """'8x h200' or '8x h200 (tp 1, dp 8, ep 8)'."""
+        return f"{self.gpus}x {self.hardware.name}" + ("" if self.layout is None else f" ({self.layout})")
 
 
 def as_layout(tp: int | Layout) -> Layout:

@@ -16,7 +16,7 @@ from specsim.acceptance.metrics import load_acceptance
 from specsim.cost.dtypes import KV_BYTES, check_precision
 from specsim.cost.hardware import load_hardware
 from specsim.cost.hardware_profile import HardwareProfile
-from specsim.cost.layout import Layout, check_layout, make_layout, placement
+from specsim.cost.layout import Layout, Placed, check_layout, make_layout
 from specsim.cost.model import ModelSpec, catalogue_dir, load_model, resolve_name
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
@@ -56,7 +56,7 @@ class ArrivalLoad:
 
 
 @dataclass(frozen=True)
-class Scenario:
+class Scenario(Placed):
     name: str
     description: str
     hardware: HardwareProfile
@@ -78,16 +78,6 @@ class Scenario:
     layout: Layout | None = None  # DP attention, EP, pipeline, context parallelism beside tp (None: tp alone)
     traffic: TrafficSpec | None = field(default=None, compare=False)  # `traffic:` (specsim simulate)
     serving: ServingSpec | None = field(default=None, compare=False)  # `serving:` (specsim simulate)
-
-    @property
-    def gpus(self) -> int:
-        """GPUs of one engine instance (a replica)."""
-        return placement(self.tp, self.layout, self.hardware.name)[0]
-
-    @property
-    def where(self) -> str:
-        """'8x h200' or '8x h200 (tp 1, dp 8, ep 8)'."""
-        return placement(self.tp, self.layout, self.hardware.name)[1]
 
 
 def _num(data: dict[str, Any], key: str, where: str, default: float | None = None, lo: float | None = None,

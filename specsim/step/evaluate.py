@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from specsim.cost import roofline as rl
 from specsim.cost.dtypes import resolve_native
 from specsim.cost.hardware_profile import HardwareProfile
-from specsim.cost.layout import Layout, placement
+from specsim.cost.layout import Layout, Placed
 from specsim.cost.model import ModelSpec
 from specsim.cost.roofline import Array
 from specsim.drafts.cost import draft_time_s
@@ -36,7 +36,7 @@ def bundled_engine(name: str = DEFAULT_ENGINE) -> EngineProfile:
 
 
 @dataclass(frozen=True)
-class Target:
+class Target(Placed):
     """The serving setup a draft is judged on: hardware, model, parallelism, dtypes and the engine
     that runs it (vLLM unless said otherwise)."""
 
@@ -62,16 +62,6 @@ class Target:
     def par(self) -> int | Layout:
         """What the cost model takes for parallelism: the tp degree, or the whole layout."""
         return self.tp if self.layout is None else self.layout
-
-    @property
-    def gpus(self) -> int:
-        """GPUs of one engine instance."""
-        return placement(self.tp, self.layout, self.hardware.name)[0]
-
-    @property
-    def where(self) -> str:
-        """'8x h200' or '8x h200 (tp 1, dp 8, ep 8)'."""
-        return placement(self.tp, self.layout, self.hardware.name)[1]
 
 
 def overhead_time_s(t: Target, batch: ArrayLike, k: ArrayLike) -> Array:
