@@ -62,7 +62,10 @@ def fit(gpu: str, framework: str) -> FrameworkKernels | None:
                                  for f in dataclasses.fields(fitted.efficiency) if f.name != "source"})
     if custom:
         custom = {n: (_round(a), _round(b), _round(c)) for n, (a, b, c) in custom.items()}
-    return FrameworkKernels(eff, {"custom": custom} if custom and not rows.allreduce.empty else {}, source)
+    kernel = fitted.attention_kernel if fitted.attention_kernel != base.attention_kernel else ""
+    dispatch = fitted.gemm_dispatch if fitted.gemm_dispatch != base.gemm_dispatch else None
+    return FrameworkKernels(eff, {"custom": custom} if custom and not rows.allreduce.empty else {}, source, kernel,
+                            dispatch)
 
 
 def _rounded(x: object) -> object:
@@ -76,7 +79,7 @@ def _rounded(x: object) -> object:
 def write(gpu: str, blocks: dict[str, FrameworkKernels]) -> None:
     path = profiles_dir() / f"{gpu}.yaml"
     text = path.read_text()
-    text = re.split(r"\n(?:# Each engine's own kernels.*\n)*frameworks:\n", text, maxsplit=1)[0].rstrip("\n") + "\n"
+    text = re.split(r"\n(?:# Each engine's own kernels|frameworks:\n)", text, maxsplit=1)[0].rstrip("\n") + "\n"
     if blocks:
         body = yaml.safe_dump(_rounded({"frameworks": {n: framework_yaml(k) for n, k in sorted(blocks.items())}}),
                               sort_keys=False, width=112, default_flow_style=False)

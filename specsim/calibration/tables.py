@@ -35,6 +35,23 @@ from specsim.errors import SpecsimError
 CORE = (512.0, 16384.0)  # GEMM core shapes: 512 <= N, K <= 16384 (the issue's scoring set)
 FALLBACK = ("vllm", "sglang", "trtllm")  # where a family comes from when the chosen framework lacks it
 DECODE_MIN_KV = 128  # decode attention is scored above this KV length
+# The decode-attention kernel family a framework runs where it differs from the profile's (vLLM's): TensorRT-LLM
+# decodes with XQA and its MMHA fallback (attention.xqa_paths) on every GPU it supports; on Blackwell its trtllm-gen
+# kernels are priced in XQA's form (the B200 tables fit it best: 8.4% held out against 12.5% in FA3's)
+FRAMEWORK_ATTENTION_KERNEL = {"trtllm": "xqa"}
+# The fixed W8A8 fp8 GEMM tile dispatch a framework runs on Hopper (gemm_dispatch.DISPATCH; TensorRT-LLM's autotuned
+# kernels and every framework on other GPUs: none, the best configuration). The Hopper profiles' own (vLLM's) name it.
+HOPPER_FP8_DISPATCH = {"vllm": "vllm_sm90_fp8", "sglang": "sglang_sm90_fp8"}
+# What fp8 GEMM rows fit on top of the bf16 tile model: the fp8 tile rate and the activation quantisation's fixed and
+# per-token costs (vLLM's per-token quant kernel runs a thread block per token: ~5-6 ns a token, SGLang's < 1 ns)
+FP8_PARAMS = ("fp8_compute", "quant_overhead_us", "quant_row_ns")
+
+
+def framework_kernels(hw: HardwareProfile, framework: str) -> HardwareProfile:
+    """`hw` with the kernel families `framework` runs on it: its decode attention and its fp8 GEMM dispatch."""
+    dispatch = {"fp8": HOPPER_FP8_DISPATCH[framework]} if hw.is_hopper and framework in HOPPER_FP8_DISPATCH else {}
+    return dataclasses.replace(hw, attention_kernel=FRAMEWORK_ATTENTION_KERNEL.get(framework, hw.attention_kernel),
+                               gemm_dispatch=dispatch)
 FLOORS = {"gemm": 8.0, "gemm_l40s": 12.0, "gemm_band": 12.0, "decode": 12.0, "allreduce": 15.0, "moe": 15.0}
 
 
@@ -153,13 +170,13 @@ def _stage(rows: pd.DataFrame, hw: HardwareProfile, params: Sequence[str], start
 def fit_to_tables(hw: HardwareProfile, rows: TableRows, starts: int = 1, holdout: bool = True,
                   stages: Sequence[str] = ("gemm", "attention", "moe", "allreduce")) -> HardwareProfile:
     """`hw` with its efficiencies (and all-reduce tables) fitted stage by stage to `rows`; held-out
-    shapes stay out of the fit unless `holdout` is False."""
+    shapes stay out of the fit unless `holdout` is False. Stage "fp8" refits only the fp8 GEMM parameters."""
     def train(op: str) -> pd.DataFrame:
         d = getattr(rows, op)
         return d[~rows.held(op)] if holdout and len(d) else d
 
     params = {
-        "gemm": [p for p in GEMM_PARAMS if p not in ("dequant_tera_per_s", "fp8_compute", "quant_overhead_us")],
+        "gemm": [p for p in GEMM_PARAMS if p not in ("dequant_tera_per_s", *FP8_PARAMS)],
         "attention": list(ATTENTION_PARAMS),
         "moe": list(MOE_PARAMS),
     }
@@ -167,10 +184,11 @@ def fit_to_tables(hw: HardwareProfile, rows: TableRows, starts: int = 1, holdout
         if op == "allreduce":
             if len(rows.allreduce):
                 hw = fit_allreduce(rows.allreduce, hw)
-        elif op == "gemm":  # bf16 sets the tile model; fp8 rows then only their own tile rate
+        elif op in ("gemm", "fp8"):  # bf16 sets the tile model; fp8 rows then only their tile rate and quantisation
             d = train("gemm")
-            hw = _stage(d[d["dtype"] == "bf16"], hw, params["gemm"], starts)
-            hw = _stage(d[d["dtype"] == "fp8"], hw, ["fp8_compute", "quant_overhead_us"], starts)
+            if op == "gemm":
+                hw = _stage(d[d["dtype"] == "bf16"], hw, params["gemm"], starts)
+            hw = _stage(d[d["dtype"] == "fp8"], hw, list(FP8_PARAMS), starts)
         elif op == "attention":  # decode rows set streaming and fixed costs; prefill rows the MMA rate
             d = train("attention")
             decode = [p for p in params["attention"] if p != "attention_compute"]
@@ -307,6 +325,7 @@ def calibrate_to_tables(hw: HardwareProfile, framework: str = "vllm", starts: in
     rows = load_rows(hw.name, framework, df=df)
     if all(getattr(rows, op).empty for op in ("gemm", "attention", "moe", "allreduce")):
         raise SpecsimError(f"no measured tables for {hw.name} and {framework}")
+    hw = framework_kernels(hw, framework)
     fitted = fit_to_tables(hw, rows, starts, stages=stages or ("gemm", "attention", "moe", "allreduce"))
     report = score(fitted, rows)
     version = aic.installed_version()
@@ -315,5 +334,5 @@ def calibrate_to_tables(hw: HardwareProfile, framework: str = "vllm", starts: in
     return dataclasses.replace(fitted, efficiency=eff, provenance=prov), report, rows
 
 
-__all__ = ["CORE", "FLOORS", "TableRows", "calibrate_to_tables", "fit_to_tables", "holdout_mask", "load_rows",
-           "score"]
+__all__ = ["CORE", "FLOORS", "FP8_PARAMS", "FRAMEWORK_ATTENTION_KERNEL", "HOPPER_FP8_DISPATCH", "TableRows",
+           "calibrate_to_tables", "fit_to_tables", "framework_kernels", "holdout_mask", "load_rows", "score"]

@@ -17,6 +17,15 @@ SPLIT_KV_MIN_KEYS = 128.0  # one KV block (kBlockN = 128): a split needs at leas
 FA_MAX_SPLITS = 128  # flash_api.cpp: num_splits <= 128
 # FA2's split-KV kernels run 4 warps (128 threads) per CTA: its heuristic counts 2 CTAs per SM
 FA2_CTAS_PER_SM = 2
+# TensorRT-LLM XQA's multi-block mode (decoderXQAImplCommon.h, computeMultiBlockCount; constants in
+# xqaParams.h / decoderXQAConstants.h): sub-sequences of >= 128 history tokens, at most round(sqrt(8 m)) of
+# them, cut back until the CTAs make <= 8 waves over the SMs, and within a 6000 sub-sequence workspace
+XQA_MIN_TOKENS_PER_BLOCK = 128.0
+XQA_TARGET_WAVES = 8.0
+XQA_MAX_SUB_SEQ = 6000.0
+XQA_MAX_GROUP = 32.0  # head_grp_size <= 32 (supportConfigHMMA)
+XQA_MIN_BLOCK_FACTOR = 4.0  # kEnableMinBlockFactor
+XQA_MAX_Q = 16.0  # verification tokens per sequence XQA's speculative mode takes; prefill runs context FMHA
 
 
 def fa_block_n(head_dim: ArrayLike) -> Array:
@@ -48,6 +57,40 @@ def fa_num_splits(work: ArrayLike, slots: ArrayLike, n_blocks: ArrayLike, max_sp
     return out
 
 
+def xqa_num_splits(batch: ArrayLike, kv_heads: ArrayLike, context_len: ArrayLike, sms: float) -> Array:
+    """Sub-sequences per (sequence x KV head) of TensorRT-LLM's XQA decode kernel (computeMultiBlockCount,
+    vectorised): m = floor(L / 128), at most round(sqrt(8 m)); when the B x KV heads x m CTAs exceed 8 waves
+    over the SMs, m = floor(m / (waves / 8)); at least 1 and at most 6000 // B."""
+    b, kvh, ctx = (np.asarray(a, dtype=float) for a in (batch, kv_heads, context_len))
+    m = np.floor(ctx / XQA_MIN_TOKENS_PER_BLOCK)
+    m = np.maximum(np.minimum(m, np.round(np.sqrt(m * 8.0))), 1.0)
+    adj = b * kvh * m / sms / XQA_TARGET_WAVES
+    m = np.maximum(np.where(adj > 1.0, np.floor(m / np.maximum(adj, 1.0)), m), 1.0)
+    return np.maximum(np.minimum(m, np.floor(XQA_MAX_SUB_SEQ / np.maximum(b, 1.0))), 1.0)
+
+
+def xqa_runs_mmha(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike,
+                  kv_heads: ArrayLike, head_dim: ArrayLike, sms: float) -> NDArray[np.bool_]:
+    """Where TensorRT-LLM decodes with its masked multi-head attention kernel (MMHA: one CTA per query head,
+    each reading its KV head's cache) instead of XQA: XQA's HMMA kernel takes head sizes of multiples of 16 up
+    to 256 and up to 32 query heads per KV head (supportConfigHMMA), and runs only where its CTAs, counted
+    with one per 128 history tokens, make at least a quarter wave (mayHavePerfGain: blocks x 4 >= SMs).
+    Verification (q > 1) always runs XQA's speculative mode."""
+    b, q, ctx, h, kvh, d = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len, heads, kv_heads,
+                                                                   head_dim))
+    supported = (h / kvh <= XQA_MAX_GROUP) & (d % 16 == 0) & (d <= 256)
+    gain = kvh * b * np.floor(ctx / XQA_MIN_TOKENS_PER_BLOCK) * XQA_MIN_BLOCK_FACTOR >= sms
+    return (q == 1) & ~(supported & gain)
+
+
+def xqa_paths(b: Array, q: Array, ctx: Array, h: Array, kvh: Array, d: Array, sms: float
+              ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """(MMHA, XQA) masks of a "xqa" profile's attention: MMHA per `xqa_runs_mmha`, XQA for the other decode and
+    verification shapes it takes, the rest (prefill) the context FMHA kernel."""
+    mmha = xqa_runs_mmha(b, q, ctx, h, kvh, d, sms)
+    return mmha, ~mmha & (q <= XQA_MAX_Q) & (h / kvh <= XQA_MAX_GROUP)
+
+
 def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike,
                          kv_heads: ArrayLike, head_dim: ArrayLike, hw: HardwareProfile) -> tuple[Array, Array, Array]:
     """(work units, KV splits, CTA slots) of one attention kernel as the GPU's kernel family launches it
@@ -59,10 +102,17 @@ def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: Ar
       KV blocks of `fa_block_n` keys). MHA decode (heads = KV heads) is not swapped and never split:
       one CTA per (sequence x head) walks its whole KV, so few sequences run on few SMs.
     * "fa3" (FA3 / FlashInfer): query heads packed per KV head for every layout, the KV split when the
-      units do not fill the SMs and span more than one 128-key block; `fa_num_splits` over the SMs."""
+      units do not fill the SMs and span more than one 128-key block; `fa_num_splits` over the SMs.
+    * "xqa" (TensorRT-LLM's decode kernels): XQA runs one CTA per (sequence x KV head) with its query heads,
+      the KV cut into `xqa_num_splits` sub-sequences aiming at 8 waves of CTAs over the SMs (not one); where
+      `xqa_runs_mmha` (the caller has already widened the KV to one head per query head), MMHA's split-KV
+      fills the SMs as "fa3" does; prefill runs the context FMHA kernel, as "fa3"."""
     b, q, ctx, h, kvh, d = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len, heads, kv_heads,
                                                                    head_dim))
     sms = float(hw.sm_count)
+    if hw.attention_kernel == "xqa":  # MMHA: one CTA per query head, as an MHA of `heads` heads
+        mmha, xqa = xqa_paths(b, q, ctx, h, kvh, d, sms)
+        kvh = np.where(mmha, h, kvh)
     units = b * kvh * np.ceil(q * (h / kvh) / ATTENTION_Q_TILE)
     if hw.attention_kernel == "fa2":
         slots = sms * FA2_CTAS_PER_SM
@@ -72,6 +122,8 @@ def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: Ar
         return units, splits, np.full(np.shape(splits), slots)
     split = attention_splits_kv(units, ctx, hw)
     splits = np.where(split, np.maximum(fa_num_splits(units, sms, np.ceil(ctx / SPLIT_KV_MIN_KEYS)), 2.0), 1.0)
+    if hw.attention_kernel == "xqa":
+        splits = np.where(xqa, xqa_num_splits(b, kvh, ctx, sms), splits)
     return units, splits, np.full(np.shape(splits), sms)
 
 
@@ -81,6 +133,25 @@ def attention_splits_kv(units: ArrayLike, context_len: ArrayLike, hw: HardwarePr
     block (FlashAttention's num_splits heuristic, flash_api.cpp; FlashInfer's split-KV scheduler alike).
     The kernel family's own rule is `attention_num_splits`."""
     return (np.asarray(units, dtype=float) < hw.sm_count) & (np.asarray(context_len, dtype=float) > SPLIT_KV_MIN_KEYS)
+
+
+def _xqa_time_s(b: Array, q: Array, ctx: Array, group: Array, kvh: Array, dqk: Array, dv: Array, kvt: Array,
+                hbm_s: Array, units: Array, splits: Array, hw: HardwareProfile) -> Array:
+    """TensorRT-LLM's XQA kernel: its B x KV heads x m CTAs (`xqa_num_splits`) run in waves of one per SM; a CTA
+    pays `attention_cta_us` and streams its L / m keys of one KV head at `xqa_cta_gb_per_s` while its
+    mma.sync tiles (16-row, over the q x group query rows) run at `xqa_compute` of the SM's dense peak, in series
+    (one CTA per SM leaves nothing to overlap); the waves are joined with the whole cache's HBM stream by a p-norm
+    of p = `attention_cta_overlap`. Fitted to NVIDIA's TensorRT-LLM tables (tools/framework_kernels.py): on Hopper
+    1.2-1.3 us a CTA with the mma.sync at 6-7% of dense peak and the CTA's own stream not binding; on B200, A100,
+    L40S and RTX PRO 6000 105-240 GB/s a CTA."""
+    eff = hw.efficiency
+    sms = float(hw.sm_count)
+    keys = ctx / splits
+    rows = np.ceil(q * group / 16.0) * 16.0
+    cta_s = (eff.attention_cta_us * 1e-6 + keys * (kvt / kvh) / (eff.xqa_cta_gb_per_s * 1e9)
+             + 2.0 * rows * keys * (dqk + dv) / (hw.peak("bf16") / sms * eff.xqa_compute))
+    waves = np.ceil(units * splits / sms)
+    return eff.attention_overhead_us * 1e-6 + _join(waves * cta_s, hbm_s, eff.attention_cta_overlap)
 
 
 def attention_time_s(
@@ -118,12 +189,21 @@ def attention_time_s(
     keys = np.maximum(ctx - (q - 1.0) / 2.0, 1.0)
     flops = 2.0 * b * q * keys * h * (dqk + dv)
     rows = np.ceil(q * group / ATTENTION_Q_TILE) * ATTENTION_Q_TILE
-    padded = 2.0 * b * kvh * rows * keys * (dqk + dv)
-    kv = b * ctx * kvt
+    # verification's padded tiles compute every key of the context (the causal mask covers only the last q keys,
+    # inside the last KV block: no block is skipped); a prefill skips the blocks above the diagonal
+    padded = 2.0 * b * kvh * rows * np.where(q < ctx, ctx, keys) * (dqk + dv)
+    xqa = np.zeros(np.shape(b * h), bool)
+    reread: Array | float = 1.0
+    if hw.attention_kernel == "xqa":  # MMHA reads a KV head's cache once per query head
+        mmha, xqa = xqa_paths(b, q, ctx, h, kvh, dqk, float(hw.sm_count))
+        reread = np.where(mmha, group, 1.0)
+    kv = b * ctx * kvt * reread
     bytes_ = kv + b * q * h * (dqk + dv) * act_bytes
     eff = hw.efficiency
     compute = padded / (hw.peak(dtype) * eff.attention_compute)
     hit = 0.0 if buffer_sets is None else l2_hit_fraction(np.asarray(buffer_sets, dtype=float) * bytes_, hw)
+    # MMHA's query heads of one KV head run side by side: all but the first read its cache from L2
+    hit = np.maximum(hit, (1.0 - 1.0 / reread) * kv / bytes_)
     units, splits, slots = attention_num_splits(b, q, ctx, h, kvh, dqk, hw)
     # split-KV spreads few (sequence x KV head) units over the SMs, but not at full bandwidth: a share
     # `attention_split_bw_loss` of it is lost as the units fall to none per SM (H100 FA3: batch 1 streams
@@ -146,4 +226,7 @@ def attention_time_s(
     combine = np.where(split, eff.attention_split_us * (1.0 - fill), 0.0)
     t = (eff.attention_overhead_us + combine) * 1e-6 \
         + _join(per_unit, _join(compute, mem, eff.ridge_sharpness), eff.attention_cta_overlap)
+    if xqa.any():
+        hbm = stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.attention_memory)
+        t = np.where(xqa, _xqa_time_s(b, q, ctx, group, kvh, dqk, dv, kvt, hbm, units, splits, hw), t)
     return t, compute, mem, flops, bytes_

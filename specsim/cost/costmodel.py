@@ -10,8 +10,9 @@ execution-time predictors (one abstract predictor, several implementations chose
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,6 +54,9 @@ class CostModel(Protocol):
     def allreduce(self, bytes_: ArrayLike, world_size: ArrayLike, impl: str = "nccl") -> Array: ...
 
     def memory_op(self, bytes_: ArrayLike, kernels: ArrayLike = 1.0) -> Array: ...
+
+    def monotone_tokens(self, key: Hashable, price: Callable[[Array], Array], tokens: ArrayLike, raw: ArrayLike
+                        ) -> Array: ...
 
 
 @dataclass(frozen=True)
@@ -98,15 +102,25 @@ class RooflineCostModel:
     def memory_op(self, bytes_: ArrayLike, kernels: ArrayLike = 1.0) -> Array:
         return memory_op_time_s(bytes_, self.hw, kernels)
 
+    def monotone_tokens(self, key: Hashable, price: Callable[[Array], Array], tokens: ArrayLike, raw: ArrayLike
+                        ) -> Array:
+        """`raw` itself: the roofline's token-count kernels do not fall with more tokens (each tile configuration's
+        waves grow with the rows; tests/cost/test_monotone.py)."""
+        return np.asarray(raw, dtype=float)
+
 
 def cost_model(hw: HardwareProfile) -> RooflineCostModel | TableCostModel:
     """The cost model `hw` selects (`cost_model.backend`)."""
     if hw.cost_model.backend == "table":
-        # here, not at the top: table_model builds on RooflineCostModel, and the roofline needs no pandas
-        from specsim.cost.measured_tables import tables_for
-        from specsim.cost.table_model import TableCostModel
+        # one per profile (beside its fields, as for_framework's derived profiles): it keeps its kernels' monotone
+        # envelopes (table_model.monotone_envelope)
+        if (cm := hw.__dict__.get("_table_cost_model")) is None:
+            # here, not at the top: table_model builds on RooflineCostModel, and the roofline needs no pandas
+            from specsim.cost.measured_tables import tables_for
+            from specsim.cost.table_model import TableCostModel
 
-        return TableCostModel(hw, tables_for(hw))
+            cm = hw.__dict__.setdefault("_table_cost_model", TableCostModel(hw, tables_for(hw)))
+        return cast("TableCostModel", cm)
     return RooflineCostModel(hw)
 
 

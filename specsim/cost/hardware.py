@@ -28,7 +28,7 @@ from specsim.files import is_file, parsed_once, positive, read_mapping, require
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
                   "efficiency", "provenance", "cost_model", "attention_kernel", "moe_kernel",
-                  "moe_tuned_configs", "frameworks"}
+                  "moe_tuned_configs", "frameworks", "gemm_dispatch"}
 
 
 def profiles_dir() -> Path:
@@ -304,6 +304,7 @@ def parse_hardware(data: dict[str, Any], where: str) -> HardwareProfile:
         cost_model=_cost_model(data.get("cost_model"), where),
         attention_kernel=_attention_kernel(data.get("attention_kernel", "fa3"), where),
         moe_kernel=_moe_kernel(data.get("moe_kernel", "grouped"), where),
+        gemm_dispatch=_gemm_dispatch(data.get("gemm_dispatch", {}), where),
         moe_tuned_configs=_moe_tuned_configs(data.get("moe_tuned_configs"), data.get("moe_kernel", "grouped"),
                                              where),
         frameworks=_frameworks(data.get("frameworks"), where),
@@ -315,7 +316,8 @@ KERNEL_FRAMEWORKS = ("vllm", "sglang", "trtllm")
 
 
 def _frameworks(raw: object, where: str) -> dict[str, FrameworkKernels]:
-    """frameworks: {vllm | sglang | trtllm: {efficiency: {...}, allreduce_by_implementation: {...}, source: str}}."""
+    """frameworks: {vllm | sglang | trtllm: {attention_kernel: str, gemm_dispatch: {...}, efficiency: {...},
+    allreduce_by_implementation: {...}, source: str}}."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -328,12 +330,17 @@ def _frameworks(raw: object, where: str) -> dict[str, FrameworkKernels]:
                                f"(known: {', '.join(KERNEL_FRAMEWORKS)})")
         if not isinstance(block, dict) or "efficiency" not in block:
             raise SpecsimError(f"{w} must be a mapping with an 'efficiency' block")
-        unknown = set(block) - {"efficiency", "allreduce_by_implementation", "source"}
+        unknown = set(block) - {"attention_kernel", "gemm_dispatch", "efficiency", "allreduce_by_implementation",
+                                "source"}
         if unknown:
             raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))}")
         out[str(name)] = FrameworkKernels(_efficiency(block["efficiency"], w),
                                           _allreduce_impls(block.get("allreduce_by_implementation"), w),
-                                          str(block.get("source", "")))
+                                          str(block.get("source", "")),
+                                          _attention_kernel(block["attention_kernel"], w) if "attention_kernel" in block
+                                          else "",
+                                          _gemm_dispatch(block["gemm_dispatch"], w) if "gemm_dispatch" in block
+                                          else None)
     return out
 
 
@@ -341,6 +348,20 @@ def _attention_kernel(raw: object, where: str) -> str:
     if raw not in ATTENTION_KERNELS:
         raise SpecsimError(f"{where}: attention_kernel must be one of {', '.join(ATTENTION_KERNELS)}, got {raw!r}")
     return str(raw)
+
+
+def _gemm_dispatch(raw: object, where: str) -> dict[str, str]:
+    """gemm_dispatch: {tensor-core dtype: a table of gemm_dispatch.DISPATCH}."""
+    from specsim.cost.gemm_dispatch import DISPATCH
+
+    if not isinstance(raw, dict):
+        raise SpecsimError(f"{where}: gemm_dispatch must be a mapping of dtype to a dispatch table")
+    for dtype, name in raw.items():
+        if dtype != "fp8":
+            raise SpecsimError(f"{where}: gemm_dispatch: only fp8 GEMMs have a fixed dispatch, got {dtype!r}")
+        if name not in DISPATCH:
+            raise SpecsimError(f"{where}: gemm_dispatch.{dtype} must be one of {', '.join(DISPATCH)}, got {name!r}")
+    return {str(d): str(n) for d, n in raw.items()}
 
 
 def _moe_kernel(raw: object, where: str) -> str:

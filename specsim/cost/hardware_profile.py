@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 #: GPU splits the KV cache across CTAs. "fa2": FlashAttention-2 (vLLM's FLASH_ATTN backend on sm8x,
 #: Ampere and Ada): KV split only for GQA decode (seqlenq_ngroups_swapped), 2 CTAs of 128 threads per
 #: SM; "fa3": FlashAttention-3 / FlashInfer-style split-KV for every head layout, 1 CTA per SM.
-ATTENTION_KERNELS = ("fa2", "fa3")
+#: "xqa": TensorRT-LLM's XQA decode kernel, the KV cut into sub-sequences aiming at 8 waves of CTAs.
+ATTENTION_KERNELS = ("fa2", "fa3", "xqa")
 #: Fused-MoE kernel families (moe.moe_gemm_s): how the engine's fused-MoE kernel tiles its grouped
 #: GEMMs on this GPU. "grouped": the fastest of the GEMM tile configurations for every token count, as
 #: an autotuned kernel would (vLLM's tuned Triton configs, TensorRT-LLM's CUTLASS MoE). "triton_sglang":
@@ -101,9 +102,17 @@ class Efficiency:
     # relative to a tuned fused-MoE tile's (moe_compute): less operand reuse per load, short K steps.
     moe_default_tile_efficiency: float = 0.54
     # Fixed cost a W8A8 GEMM's activation quantisation adds beyond one streaming kernel (an engine's own fp8 path:
-    # TensorRT-LLM's torch-flow fp8 linear runs ~7 us more per GEMM than its bf16 one at 1-16 tokens on H100, vLLM's
-    # and SGLang's fused per-token quant none); fitted per framework on the fp8 GEMM rows.
+    # TensorRT-LLM's torch-flow fp8 linear runs ~7 us more per GEMM than its bf16 one at 1-16 tokens on H100);
+    # fitted per framework on the fp8 GEMM rows.
     quant_overhead_us: float = 0.0
+    # ... and its cost per token: vLLM's dynamic per-token fp8 quantisation runs one thread block a token, 5.3-6.6 ns
+    # each on H100, H200 and Blackwell (NVIDIA's vLLM fp8 tables, tools/fp8_gemm.py; SGLang's < 1 ns). Default: the
+    # H100-SXM vLLM fit.
+    quant_row_ns: float = 5.296
+    # Fraction of dense peak the mma.sync tiles of TensorRT-LLM's XQA decode kernel reach (attention._xqa_time_s;
+    # a "xqa" profile only), fitted on the decode rows of NVIDIA's TensorRT-LLM tables.
+    xqa_compute: float = 0.1
+    xqa_cta_gb_per_s: float = 100.0  # KV one XQA CTA streams (Little's law), GB/s; fitted beside xqa_compute
     source: str = "datasheet defaults"
 
     FITTABLE = (
@@ -139,13 +148,16 @@ class Efficiency:
         "moe_memory",
         "moe_default_tile_efficiency",
         "quant_overhead_us",
+        "quant_row_ns",
+        "xqa_compute",
+        "xqa_cta_gb_per_s",
     )
     NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles", "splitk_overhead_us", "attention_cta_us",
                    "attention_split_bw_loss", "attention_split_us", "moe_overhead_us", "moe_expert_us",
-                   "quant_overhead_us")
+                   "quant_overhead_us", "quant_row_ns")
     FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac",
                  "swap_tile_efficiency", "fp8_compute", "attention_memory", "moe_compute", "moe_memory",
-                 "moe_default_tile_efficiency")
+                 "moe_default_tile_efficiency", "xqa_compute")
 
 
 @dataclass(frozen=True)
@@ -176,11 +188,15 @@ class Interconnect:
 @dataclass(frozen=True)
 class FrameworkKernels:
     """One framework's kernels on a GPU: the efficiencies fitted to its tables (a whole `Efficiency`), the in-graph
-    all-reduce it runs ({impl: {n: (latency_s, busbw_bytes_per_s, sharpness)}}), and where they come from."""
+    all-reduce it runs ({impl: {n: (latency_s, busbw_bytes_per_s, sharpness)}}), its decode-attention kernel family
+    and GEMM tile dispatch where they differ from the profile's (ATTENTION_KERNELS, gemm_dispatch.DISPATCH; "" / None
+    = the profile's), and where they come from."""
 
     efficiency: Efficiency
     allreduce_by_implementation: dict[str, dict[int, tuple[float, float, float]]] = field(default_factory=dict)
     source: str = ""
+    attention_kernel: str = ""
+    gemm_dispatch: dict[str, str] | None = None  # None: the profile's
 
 
 #: All-reduce implementations a caller chooses among: eager NCCL called op by op (PyTorch eager, the
@@ -213,6 +229,9 @@ class HardwareProfile:
     attention_kernel: str = "fa3"
     #: The fused-MoE kernel family the engine runs on this GPU (MOE_KERNELS).
     moe_kernel: str = "grouped"
+    #: Tensor-core dtype -> the fixed tile dispatch the engine's GEMM of that dtype runs (gemm_dispatch.DISPATCH;
+    #: none: the best configuration, as an autotuned library picks).
+    gemm_dispatch: dict[str, str] = field(default_factory=dict)
     #: "triton_sglang": the tuned config files SGLang ships for this GPU (paths in sgl-project/sglang);
     #: bf16/fp16 (E, N) pairs in `moe_tuned_shapes`.
     moe_tuned_configs: tuple[str, ...] = ()
@@ -240,7 +259,10 @@ class HardwareProfile:
         for impl, table in kernels.allreduce_by_implementation.items():
             impls[impl] = {**impls.get(impl, {}), **table}
         out = dataclasses.replace(self, efficiency=kernels.efficiency, frameworks={},
-                                  interconnect=dataclasses.replace(ic, allreduce_by_implementation=impls))
+                                  interconnect=dataclasses.replace(ic, allreduce_by_implementation=impls),
+                                  attention_kernel=kernels.attention_kernel or self.attention_kernel,
+                                  gemm_dispatch=self.gemm_dispatch if kernels.gemm_dispatch is None
+                                  else kernels.gemm_dispatch)
         derived[framework] = out
         return out
 

@@ -70,6 +70,7 @@ class ProfileYaml(TypedDict, total=False):
     launch_overhead_us: float
     attention_kernel: str
     moe_kernel: str
+    gemm_dispatch: dict[str, str]
     moe_tuned_configs: list[str]
     efficiency: dict[str, float | str]
     provenance: dict[str, Any]
@@ -135,6 +136,8 @@ def profile_yaml_dict(hw: HardwareProfile) -> ProfileYaml:
         out["moe_kernel"] = hw.moe_kernel
     if hw.moe_tuned_configs:
         out["moe_tuned_configs"] = list(hw.moe_tuned_configs)
+    if hw.gemm_dispatch:
+        out["gemm_dispatch"] = dict(hw.gemm_dispatch)
     out["efficiency"] = dataclasses.asdict(hw.efficiency)
     out["provenance"] = hw.provenance
     if hw.cost_model != CostModelChoice():
@@ -146,7 +149,12 @@ def profile_yaml_dict(hw: HardwareProfile) -> ProfileYaml:
 
 def framework_yaml(k: FrameworkKernels) -> dict[str, Any]:
     """One framework's kernels block (frameworks.<name>)."""
-    out: dict[str, Any] = {"efficiency": {f: v for f, v in dataclasses.asdict(k.efficiency).items() if f != "source"}}
+    out: dict[str, Any] = {}
+    if k.attention_kernel:
+        out["attention_kernel"] = k.attention_kernel
+    if k.gemm_dispatch is not None:
+        out["gemm_dispatch"] = dict(k.gemm_dispatch)
+    out["efficiency"] = {f: v for f, v in dataclasses.asdict(k.efficiency).items() if f != "source"}
     if k.allreduce_by_implementation:
         out["allreduce_by_implementation"] = {impl: _allreduce_yaml(t)
                                               for impl, t in k.allreduce_by_implementation.items()}

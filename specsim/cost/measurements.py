@@ -230,17 +230,51 @@ def predict_rows(df: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
     return RowSet(df).predict_ms(hw)
 
 
+#: Kernel names (the `kernel` column, matched case-insensitively as substrings) that name a kernel family: the row is
+#: priced with that family whatever its framework's default (NVIDIA's tables: vllm_flash_attn_fa2 / _fa3, SGLang's fa3,
+#: TensorRT-LLM's xqa; vLLM's CutlassFP8ScaledMM and SGLang's sgl_kernel_fp8_scaled_mm run their fixed fp8 dispatch on
+#: Hopper, cuBLAS / DeepGEMM / torch-flow GEMMs the best configuration).
+KERNEL_FAMILIES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("xqa", {"attention_kernel": "xqa"}), ("fa2", {"attention_kernel": "fa2"}), ("fa3", {"attention_kernel": "fa3"}),
+    ("flashinfer", {"attention_kernel": "fa3"}),
+    ("cutlassfp8scaledmm", {"fp8": "vllm_sm90_fp8"}), ("sgl_kernel_fp8_scaled_mm", {"fp8": "sglang_sm90_fp8"}),
+    ("cublas", {"fp8": ""}), ("deepgemm", {"fp8": ""}),
+)
+
+
+def with_kernel(hw: HardwareProfile, kernel: str) -> HardwareProfile:
+    """`hw` running the kernel family a row's `kernel` names (KERNEL_FAMILIES), else `hw` itself; a fixed fp8 dispatch
+    only on the GPUs it is written for (Hopper)."""
+    import dataclasses
+
+    name = kernel.strip().lower().replace("-", "_")
+    for key, family in KERNEL_FAMILIES:
+        if key in name:
+            if "attention_kernel" in family:
+                return dataclasses.replace(hw, attention_kernel=family["attention_kernel"])
+            dispatch = family["fp8"] if hw.is_hopper else ""
+            return dataclasses.replace(hw, gemm_dispatch={"fp8": dispatch} if dispatch else {})
+    return hw
+
+
 def predict_table(df: pd.DataFrame, resolve: Callable[[str], HardwareProfile]) -> pd.DataFrame:
     """Copy of the table with `predicted_ms`; `resolve(device)` gives each row's profile, priced with the kernels of
-    the row's `framework` where the profile holds them (`HardwareProfile.for_framework`)."""
+    the row's `framework` where the profile holds them (`HardwareProfile.for_framework`) and the family its `kernel`
+    names (`with_kernel`)."""
     out = df.copy()
     pred = np.full(len(df), np.nan)
     known = df["op"].isin(list(NEEDS)).to_numpy()
-    fw = (df["framework"].fillna("").astype(str).str.strip().str.lower() if "framework" in df
-          else pd.Series("", index=df.index))
-    for (device, framework), g in df[known].groupby([df["device"][known], fw[known]]):
-        idx = np.flatnonzero(known & (df["device"].to_numpy() == device) & (fw.to_numpy() == framework))
-        pred[idx] = predict_rows(g, resolve(str(device)).for_framework(str(framework)))
+
+    def text(column: str) -> pd.Series:
+        return (df[column].fillna("").astype(str).str.strip().str.lower() if column in df
+                else pd.Series("", index=df.index))
+
+    fw, kernel = text("framework"), text("kernel")
+    keys = [df["device"][known], fw[known], kernel[known]]
+    for (device, framework, name), g in df[known].groupby(keys):
+        idx = np.flatnonzero(known & (df["device"].to_numpy() == device) & (fw.to_numpy() == framework)
+                             & (kernel.to_numpy() == name))
+        pred[idx] = predict_rows(g, with_kernel(resolve(str(device)).for_framework(str(framework)), str(name)))
     out["predicted_ms"] = pred
     return out
 

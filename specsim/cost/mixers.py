@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from specsim.cost.dtypes import ACT_BYTES
+from specsim.cost.envelope import monotone_in_q
 from specsim.cost.ops_core import Ctx, Op, gemm, op
 from specsim.cost.roofline import Array, _join
 
@@ -89,6 +90,9 @@ def indexer_ops(c: Ctx) -> list[Op]:
                 gemm(c, f"index_k{tag}", t_, m.index_dim + m.index_heads, m.hidden, count=n, part="attention")]
         at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, np.maximum(keys, 1.0), m.index_heads, 1.0,
                                             m.index_dim, 0.0, m.index_key_bytes)
+        at = monotone_in_q(lambda b, q, ctx: c.cm.attention(b, q, ctx, m.index_heads, 1.0, m.index_dim, 0.0,
+                                                             m.index_key_bytes)[0],
+                           s.batch, s.q_per_seq, np.maximum(keys, 1.0), m.index_heads, c.hw.attention_kernel, at)
         logits = s.batch * s.q_per_seq * keys * 4.0 * 2.0
         topk = c.cm.memory_op(logits, 1.0) + topk_rows_s(s.batch * s.q_per_seq, keys, c.hw.sm_count)
         out.append(Op(f"indexer{tag}", "attention", af, ab + logits, at + topk, ac, am + c.cm.memory_op(logits, 0.0),

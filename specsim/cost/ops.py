@@ -18,6 +18,7 @@ import numpy as np
 from specsim.cost.alltoall import alltoall_time_s
 from specsim.cost.attention import attention_num_splits
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES
+from specsim.cost.envelope import monotone_in_q
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.mixers import indexer_ops, linear_mixer_ops
 from specsim.cost.model_spec import ModelSpec
@@ -87,6 +88,8 @@ def _attention_ops(c: Ctx) -> list[Op]:
     for label, n, _, read in model.attention_groups(s.context_len):
         read = read / cp
         at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, read, heads * cp, kvh, dqk, dv, kv_tok)
+        at = monotone_in_q(lambda b, q, ctx: c.cm.attention(b, q, ctx, heads * cp, kvh, dqk, dv, kv_tok)[0],
+                           s.batch, s.q_per_seq, read, heads * cp / kvh, c.hw.attention_kernel, at)
         # Split-KV decode (flash-decoding) adds a combine kernel when the GPU's kernel splits the KV
         # (attention.attention_num_splits: units that do not fill the SMs; FA2 only for GQA decode).
         _, splits, _ = attention_num_splits(s.batch, s.q_per_seq, read, heads * cp, kvh, dqk, c.hw)
@@ -129,17 +132,27 @@ def _mlp_ops(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:
     local = distinct / lay.ep
     inter = model.moe_intermediate / lay.moe_tp
     act_bytes = moe_routing_bytes(t_, xh, inter, k, lay.ep, model.gated_mlp, ACT_BYTES)
-    fixed = c.cm.moe_fixed(act_bytes, t_ * k * xh * ACT_BYTES / lay.ep, local)
     # the fused-MoE grouped GEMMs as moe.moe_time_s prices them (the GPU's MoE kernel family)
     up = moe_gemm(c, "up", rows, local, branches * inter, xh, e / lay.ep, inter, count)
     down = moe_gemm(c, "down", rows, local, xh, inter, e / lay.ep, inter, count)
     # token sort / block alignment, activation and weighted combine (vLLM / SGLang fused_moe)
+    fixed = c.cm.moe_fixed(act_bytes, t_ * k * xh * ACT_BYTES / lay.ep, local)
     routing = op(c, "moe_routing", "linear", 0.0 * t_, act_bytes, fixed, 0.0 * t_, c.cm.memory_op(act_bytes, 0.0),
                  count, 4.0)
-    # measured fused-MoE kernels (table cost model) correct the three parts alike
-    ratio = c.expand(c.cm.moe_ratio(t_, xh, inter, e, k, c.gemm_dtype("experts"), c.weight_bytes("experts")))
+    # measured fused-MoE kernels (table cost model) correct the three parts alike, at the layer's monotone
+    # envelope over tokens (a layer over more tokens never costs less: table_model.monotone_envelope)
+    ratio = c.cm.moe_ratio(t_, xh, inter, e, k, c.gemm_dtype("experts"), c.weight_bytes("experts"))
+    if c.cm.name == "table":
+        def layer_s(tk: Array) -> Array:
+            return _moe_layer_s(c, tk, branches * inter, inter)
+
+        raw = layer_s(t_)
+        env = c.cm.monotone_tokens(("moe", xh, inter, branches, e, k, lay.ep, c.gemm_dtype("experts"),
+                                    c.weight_bytes("experts")), layer_s, t_, raw)
+        ratio = ratio * env / np.where(raw > 0, raw, 1.0)
+    scale = c.expand(ratio)
     ops = [gemm(cl, "router", cl.tokens, e, h, count=count),
-           *(replace(o, time_s=o.time_s * ratio) for o in (up, down, routing))]
+           *(replace(o, time_s=o.time_s * scale) for o in (up, down, routing))]
     if model.moe_latent:
         ops += [gemm(c, "latent_down", t_, xh, h, count=count, part="experts"),
                 gemm(c, "latent_up", t_, h, xh, count=count, part="experts")]
@@ -148,6 +161,21 @@ def _mlp_ops(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:
         ops += [gemm(cl, "shared_up", cl.tokens, branches * shared, h, count=count, part="experts"),
                 gemm(cl, "shared_down", cl.tokens, h, shared, count=count, part="experts")]
     return ops
+
+
+def _moe_layer_s(c: Ctx, tokens: Array, up_width: float, inter: float) -> Array:
+    """Seconds of one fused-MoE layer's grouped GEMMs and fixed work over `tokens` tokens, times the measured
+    tables' correction (the parts `_mlp_ops` builds as ops, at any token count)."""
+    model, lay = c.model, c.s.layout
+    e, k, xh = float(model.n_experts), float(model.top_k), model.expert_hidden
+    wb, dtype = c.weight_bytes("experts"), c.gemm_dtype("experts")
+    distinct = distinct_experts(tokens, e, k)
+    rows, local = tokens * k / distinct, distinct / lay.ep
+    up = c.cm.moe_gemm(tokens, rows, local, up_width, xh, e / lay.ep, inter, dtype, wb, ACT_BYTES)[0]
+    down = c.cm.moe_gemm(tokens, rows, local, xh, inter, e / lay.ep, inter, dtype, wb, ACT_BYTES)[0]
+    act = moe_routing_bytes(tokens, xh, inter, k, lay.ep, model.gated_mlp, ACT_BYTES)
+    fixed = c.cm.moe_fixed(act, tokens * k * xh * ACT_BYTES / lay.ep, local)
+    return (up + down + fixed) * c.cm.moe_ratio(tokens, xh, inter, e, k, dtype, wb)
 
 
 def _ffn_comm(c: Ctx, cl: Ctx, moe: bool) -> tuple[Array, Array, float]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from specsim.cost.gemm_dispatch import DISPATCH_STARTS, dispatch_configs
 from specsim.cost.hardware_profile import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
 from specsim.errors import SpecsimError
 
@@ -101,8 +102,10 @@ def is_weight_only(dtype: str, weight_bytes: float, act_bytes: float = 2.0) -> b
 
 def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str,
                   weight_bytes: float, act_bytes: float, groups: ArrayLike, buffer_sets: ArrayLike | None = None,
-                  compute_scale: float = 1.0, working_set: ArrayLike | None = None) -> tuple[Array, Array]:
-    """(compute, memory) seconds of every configuration; trailing axis = configuration.
+                  compute_scale: float = 1.0, working_set: ArrayLike | None = None, dispatch: str = ""
+                  ) -> tuple[Array, Array, Array]:
+    """(compute, memory) seconds of every configuration and their split-K factors; trailing axis = configuration
+    (one: the engine's, where `dispatch` names its fixed table, gemm_dispatch.py).
 
     Per configuration (tile Tm x Tn, split-K s, `groups` GEMMs in one kernel):
       CTAs = groups * ceil(m/Tm) * ceil(n/Tn) * s  (swap-AB: Tm = the token width, Tn = 128 weight rows)
@@ -132,26 +135,33 @@ def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile,
     a_in = QUANT_BYTES if dtype in LOW_PRECISION else act_bytes  # W8A8 GEMMs read quantised activations
     l2_per_sm = eff.l2_bw_tb_per_s * 1e12 / sms
     m, n, k, g = (np.asarray(a, dtype=float)[..., None] for a in (m, n, k, groups))
-    token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP,
-                         MAX_TOKEN_TILE)
-    tm = np.where(_IS_SWAP, token_tile, _TM)
-    ctas_per_row = g * np.ceil(n / _TN) * _SK
-    ctas = np.ceil(m / tm) * ctas_per_row
-    waves = np.where(_STREAM > 0, ctas / sms + eff.streamk_fixup_tiles, np.ceil(ctas / sms))
-    k_eff = np.ceil(k / _SK / K_STEP) * K_STEP + eff.cta_k_overhead  # MMA main loop in whole K blocks
-    tile_eff = np.where(_IS_SWAP, eff.swap_tile_efficiency, np.where(_TM < 128, eff.small_tile_efficiency, 1.0))
+    sk, stream = _SK, _STREAM
+    if dispatch:  # the engine's fixed configuration for this shape (gemm_dispatch.py): one, no split-K
+        tm, tn, cm, cn, swap_flag = (a[..., None] for a in dispatch_configs(dispatch, m[..., 0], n[..., 0],
+                                                                             k[..., 0]))
+        sk, stream, swap = np.ones(1), np.zeros(1), swap_flag > 0
+    else:
+        token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP,
+                             MAX_TOKEN_TILE)
+        tm, tn, cm, cn, swap = np.where(_IS_SWAP, token_tile, _TM), _TN, np.ones(1), np.ones(1), _IS_SWAP
+    # tiles along each side, the grid rounded up to whole clusters
+    ctas_per_row = g * np.ceil(np.ceil(n / tn) / cn) * cn * sk
+    ctas = np.ceil(np.ceil(m / tm) / cm) * cm * ctas_per_row
+    waves = np.where(stream > 0, ctas / sms + eff.streamk_fixup_tiles, np.ceil(ctas / sms))
+    k_eff = np.ceil(k / sk / K_STEP) * K_STEP + eff.cta_k_overhead  # MMA main loop in whole K blocks
+    tile_eff = np.where(swap, eff.swap_tile_efficiency, np.where(tm < 128, eff.small_tile_efficiency, 1.0))
     rate = per_sm * tile_eff
     rows = np.minimum(tm, m)
-    tile_s = np.maximum(2.0 * tm * _TN * k_eff / rate, (rows * a_in + _TN * weight_bytes) * k_eff / l2_per_sm)
+    tile_s = np.maximum(2.0 * tm * tn * k_eff / rate, (rows * a_in + tn * weight_bytes) * k_eff / l2_per_sm)
     if wo:  # CUDA-core dequantisation of the tile's weights, in series with its MMAs (fitted: NVIDIA's
         # A100 TRT-LLM weight-only tables run ~1.8x their streaming time at M = 1; overlapping fits worse)
-        tile_s = tile_s + _TN * k_eff / (eff.dequant_tera_per_s * 1e12 / sms)
+        tile_s = tile_s + tn * k_eff / (eff.dequant_tera_per_s * 1e12 / sms)
     compute = waves * tile_s
     tau_s = eff.throttle_tau_ms * 1e-3
     compute = compute * (1.0 + eff.power_throttle * compute / (compute + tau_s))
     weights = g * n * k * weight_bytes
     acts = g * m * (k * a_in + n * act_bytes)
-    bytes_ = weights + acts + g * 8.0 * (_SK - 1.0) * m * n
+    bytes_ = weights + acts + g * 8.0 * (sk - 1.0) * m * n
     hit: Array | float
     if working_set is not None:
         hit = l2_hit_fraction(np.asarray(working_set, dtype=float)[..., None], hw)
@@ -159,16 +169,27 @@ def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile,
         hit = 0.0 if buffer_sets is None else l2_hit_fraction(
             np.asarray(buffer_sets, dtype=float)[..., None] * (weights + acts), hw)
     ramp = np.minimum(1.0, np.minimum(ctas_per_row, sms) / (eff.bw_ramp_ctas_frac * sms))
-    return compute, stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.memory, ramp)
+    return compute, stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.memory, ramp), sk
+
+
+def gemm_dispatch(hw: HardwareProfile, dtype: str, weight_bytes: float, groups: ArrayLike = 1.0) -> str:
+    """The fixed tile dispatch (gemm_dispatch.DISPATCH) the profile's engine runs a dense GEMM of this dtype with, or
+    "" (autotuned: the best configuration). Only per-tensor / per-channel fp8 (1-byte weights), not grouped GEMMs."""
+    name = hw.gemm_dispatch.get(dtype, "")
+    if not name or weight_bytes != 1.0 or np.any(np.asarray(groups) != 1.0):
+        return ""
+    return name
 
 
 def activation_quant_s(m: ArrayLike, k: ArrayLike, hw: HardwareProfile, act_bytes: float = 2.0,
-                       groups: ArrayLike = 1.0) -> Array:
+                       groups: ArrayLike = 1.0, row_ns: float = 0.0) -> Array:
     """Dynamic per-token fp8/int8 quantisation of the GEMM input (sgl_per_token_quant_fp8, vLLM
     scaled_fp8_quant): one kernel reading m x k 16-bit activations, writing them in 1 byte plus a
-    4-byte scale per row. NVIDIA's fp8 GEMM tables include it; so does every unfused W8A8 linear."""
+    4-byte scale per row, plus `row_ns` a row (the caller's: vLLM's per-token fp8 kernel runs one thread block a
+    token, `quant_row_ns`). NVIDIA's fp8 GEMM tables include it; so does every unfused W8A8 linear."""
     m, k, g = (np.asarray(a, dtype=float) for a in (m, k, groups))
-    return memory_op_time_s(g * m * (k * (act_bytes + QUANT_BYTES) + 4.0), hw)
+    rows = g * m
+    return memory_op_time_s(rows * (k * (act_bytes + QUANT_BYTES) + 4.0), hw) + rows * row_ns * 1e-9
 
 
 def gemm_compute_s(
@@ -177,7 +198,8 @@ def gemm_compute_s(
 ) -> Array:
     """Compute-only time of `groups` GEMMs (m x k) @ (k x n): the cheapest configuration's compute
     (whole waves of tiles or stream-K, see `_gemm_configs`), ignoring memory."""
-    compute, _ = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups)
+    compute, _, _ = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups,
+                                  dispatch=gemm_dispatch(hw, dtype, weight_bytes, groups))
     return compute.min(axis=-1)
 
 
@@ -208,19 +230,39 @@ def gemm_time_s(
             shape = np.broadcast_shapes(m_arr.shape, np.shape(n), np.shape(k), np.shape(groups))
             return tuple(np.broadcast_to(part[inverse.ravel()].reshape(m_arr.shape), shape).copy()
                          for part in parts)  # type: ignore[return-value]
-    compute, memory = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets,
-                                    compute_scale, working_set)
+    dispatch = gemm_dispatch(hw, dtype, weight_bytes, groups)
+    args = (n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets, act_quant, compute_scale, working_set)
+    t, compute, memory = _gemm_time_s(m_arr, *args, dispatch)
+    if dispatch:
+        # a fixed dispatch changes kernels between M buckets, and a larger bucket's kernel can be the cheaper one: an
+        # engine could pad M into it, so the time is the least over the next buckets' first M (within a bucket the
+        # kernel is fixed and its time does not fall with M: monotone non-decreasing in m, as the autotuned model)
+        for start in DISPATCH_STARTS[dispatch]:
+            later = m_arr < start
+            if later.any():
+                t = np.where(later, np.minimum(t, _gemm_time_s(np.full(m_arr.shape, start), *args, dispatch)[0]), t)
+    return t, compute, memory
+
+
+def _gemm_time_s(m: Array, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str, weight_bytes: float,
+                 act_bytes: float, groups: ArrayLike, buffer_sets: ArrayLike | None, act_quant: bool | None,
+                 compute_scale: float, working_set: ArrayLike | None, dispatch: str) -> tuple[Array, Array, Array]:
+    """`gemm_time_s` of one kernel choice: the best configuration, or the dispatch's."""
+    compute, memory, sk = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets,
+                                        compute_scale, working_set, dispatch)
     eff = hw.efficiency
     # split-K > 1 sums its fp32 partials in a second kernel (cuBLAS splitKreduce): `splitk_overhead_us`
-    joined = _join(compute, memory, eff.ridge_sharpness) + np.where(_SK > 1, eff.splitk_overhead_us * 1e-6, 0.0)
+    joined = _join(compute, memory, eff.ridge_sharpness) + np.where(sk > 1, eff.splitk_overhead_us * 1e-6, 0.0)
     best = np.argmin(joined, axis=-1)[..., None]
     pick = lambda a: np.take_along_axis(a, best, axis=-1)[..., 0]  # noqa: E731
     t = eff.kernel_overhead_us * 1e-6 + pick(joined)
     quantise = dtype in LOW_PRECISION if act_quant is None else act_quant
     if quantise:
-        # an engine's own fp8 path's extra fixed cost (fitted on fp8 rows only; fp4 / int8 keep one quant kernel)
-        t = t + activation_quant_s(m, k, hw, act_bytes, groups) + (eff.quant_overhead_us * 1e-6 if dtype == "fp8"
-                                                                   else 0.0)
+        # an engine's own per-tensor fp8 path's fixed and per-token costs (fitted on those fp8 rows only; fp4, int8
+        # and block-scaled fp8, whose per-token-group quantisation is another kernel, keep one streaming kernel)
+        own = dtype == "fp8" and weight_bytes == 1.0
+        t = t + activation_quant_s(m, k, hw, act_bytes, groups, eff.quant_row_ns if own else 0.0) + (
+            eff.quant_overhead_us * 1e-6 if own else 0.0)
     return t, pick(compute), pick(memory)
 
 

@@ -18,7 +18,8 @@ q x group query rows is the roofline's).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -32,6 +33,32 @@ from specsim.cost.roofline import Array
 
 if TYPE_CHECKING:  # pandas only where measured tables are read
     import pandas as pd
+
+
+#: Up to these sizes the table model prices a kernel of token-count work (GEMM rows, fused-MoE tokens, all-reduce
+#: bytes) at its monotone envelope, min over larger sizes x' >= x of its time: measured tables are noisy (NVIDIA's fp8
+#: GEMM on B200 timed at 1 token slower than at 2) and the roofline corrected between two measured sizes can dip, but
+#: a kernel over fewer rows could always run padded as the cheaper larger one, as engines pad to their CUDA graphs'
+#: sizes (issue 22: a pass over more tokens never costs less than one over fewer). Sizes are rounded up to the grid's
+#: unit; beyond the grid a kernel costs at least the envelope's last value.
+ENVELOPE_TOKENS = 4096
+ENVELOPE_BYTE_UNIT = 128.0
+ENVELOPE_BYTES = 2.0**26
+
+
+def monotone_envelope(price: Callable[[Array], Array], x: ArrayLike, raw: ArrayLike, unit: float, points: int,
+                      memo: dict[Hashable, Array] | None = None, key: Hashable = None) -> Array:
+    """`raw` (= price(x)) at the envelope E(ceil(x / unit)), E(i) = min over j >= i of price(j x unit) for i <= points
+    (one call of `price` over the grid, kept in `memo` under `key`); above the grid max(raw, E(points))."""
+    env = None if memo is None else memo.get(key)
+    if env is None:
+        grid = unit * np.arange(1.0, points + 1.0)
+        env = np.minimum.accumulate(np.asarray(price(grid), dtype=float)[::-1])[::-1]
+        if memo is not None:
+            memo[key] = env
+    xs = np.asarray(x, dtype=float)
+    i = np.clip(np.ceil(xs / unit), 1.0, float(points)).astype(np.intp) - 1
+    return np.where(xs <= unit * points, env[i], np.maximum(raw, env[-1]))
 
 
 def _ratio(grid: RatioGrid | None, *coords: ArrayLike) -> Array:
@@ -48,6 +75,7 @@ class TableCostModel:
     hw: HardwareProfile
     tables: MeasuredTables
     name: str = "table"
+    _envelopes: dict[Hashable, Array] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.roofline = RooflineCostModel(self.hw)
@@ -62,7 +90,14 @@ class TableCostModel:
         if compute_scale != 1.0 or np.any(np.asarray(groups) != 1.0):
             return t, c, mem  # grouped GEMMs: the MoE tables cover them (moe_ratio)
         key = str((dtype, float(weight_bytes)))
-        return t * _ratio(self.tables.gemm_grid.get(key), m, n, k), c, mem
+        grid = self.tables.gemm_grid.get(key)
+        t = t * _ratio(grid, m, n, k)
+        if grid is None or np.ndim(n) or np.ndim(k):
+            return t, c, mem
+        def price(rows: Array) -> Array:
+            return self.roofline.gemm(rows, n, k, dtype, weight_bytes, act_bytes)[0] * _ratio(grid, rows, n, k)
+        env_key = ("gemm", key, float(act_bytes), float(cast(float, n)), float(cast(float, k)))
+        return monotone_envelope(price, m, t, 1.0, ENVELOPE_TOKENS, self._envelopes, env_key), c, mem
 
     def attention(self, batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike,
                   kv_heads: ArrayLike, qk_dim: ArrayLike, v_dim: ArrayLike, kv_bytes_per_token: ArrayLike,
@@ -104,7 +139,20 @@ class TableCostModel:
         for (grid_impl, size), grid in self.tables.allreduce.items():
             if grid_impl == impl:
                 r = np.where(n == size, _ratio(grid, b), r)
+                if np.any(n == size):
+                    def price(x: Array, grid: RatioGrid = grid, size: float = size) -> Array:
+                        return self.roofline.allreduce(x, size, impl) * _ratio(grid, x)
+                    points = int(ENVELOPE_BYTES / ENVELOPE_BYTE_UNIT)
+                    env = monotone_envelope(price, b, t * r, ENVELOPE_BYTE_UNIT, points, self._envelopes,
+                                            ("allreduce", impl, float(size)))
+                    r = np.where(n == size, env / np.where(t > 0, t, 1.0), r)
         return t * r
+
+    def monotone_tokens(self, key: Hashable, price: Callable[[Array], Array], tokens: ArrayLike, raw: ArrayLike
+                        ) -> Array:
+        """`raw` (= price(tokens)) at its monotone envelope over tokens (`monotone_envelope`): the fused-MoE layer,
+        whose measured ratio corrects several roofline parts at once."""
+        return monotone_envelope(price, tokens, raw, 1.0, ENVELOPE_TOKENS, self._envelopes, ("tokens", key))
 
     def memory_op(self, bytes_: ArrayLike, kernels: ArrayLike = 1.0) -> Array:
         return self.roofline.memory_op(bytes_, kernels)

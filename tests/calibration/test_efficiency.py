@@ -29,9 +29,10 @@ def test_fit_of_every_gemm_parameter_reproduces_the_timings(truth) -> None:
     hw = truth.with_efficiency(l2_bw_tb_per_s=10.0, small_tile_efficiency=0.7, power_throttle=0.2)
     df = gemm_rows(hw, noise=0.01, seed=3)
     start = load_hardware("h100-sxm")
-    # bf16 rows of cold weights: the L2-residency, fp8 and dequantisation parameters move nothing
+    # bf16 rows of cold weights: the L2-residency, fp8, quantisation and dequantisation parameters move nothing
     params = [p for p in GEMM_PARAMS if p not in ("l2_resident_frac", "l2_stream_tb_per_s", "fp8_compute",
-                                                     "dequant_tera_per_s", "splitk_overhead_us", "quant_overhead_us")]
+                                                     "dequant_tera_per_s", "splitk_overhead_us", "quant_overhead_us",
+                                                     "quant_row_ns")]
     fitted = fit_efficiency(df, start, params, starts=2)
     pred = rl.gemm_time_s(df["tokens"], df["d_out"], df["d_in"], fitted)[0] * 1e3
     assert float(np.mean(np.abs(pred / df["true_ms"] - 1))) < 0.03  # 1% noise; 14 parameters trade off

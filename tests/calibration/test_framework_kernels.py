@@ -15,16 +15,30 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("aiconfigurator_core") is None or importlib.util.find_spec("pyarrow") is None,
     reason="aiconfigurator-core / pyarrow not installed (.[tables])")
 
-PAIRS = [(gpu, fw) for gpu in ("h100-sxm", "h200", "b200") for fw in ("sglang", "trtllm")]
-# Issue 22's floors (GEMM bf16 and fp8 8%, decode attention (KV > 128) 12%, MoE 15%); where a pair misses one the
-# bound is today's held-out figure (+0.5), so a regression still fails: SGLang's fp8 CUTLASS kernel runs fixed tile
-# configs per M bucket (0.81x our best-config time at 129-512 tokens on H100), TensorRT-LLM decodes with its own XQA
-# kernels (not modelled apart: 18-22% on Hopper), SGLang's Triton fused MoE on Hopper without tuned configs.
+GPUS = ("h100-sxm", "h200", "b200", "gb200", "b300", "gb300", "a100-sxm-80gb", "l40s", "rtx-pro-6000")
+PAIRS = [(gpu, fw) for gpu in GPUS for fw in ("sglang", "trtllm")]
+# Issue 22's floors (GEMM bf16 and fp8 8%, L40S 12%; decode attention (KV > 128) 12%; MoE 15%; custom all-reduce 15%);
+# where a pair misses one the bound is today's held-out figure (+0.5), so a regression still fails. Why they miss:
+# SGLang's fp8 GEMMs (its fixed sm90 tiles are priced, gemm_dispatch.py: H100 12.2% -> 10.8%, H200 14.8% -> 12.4%; the
+# 129-512 band's 64 x 64 tiles stay 0.8x; RTX PRO 6000's sm120 kernel not modelled), SGLang's bf16 GEMMs on Blackwell
+# (8.1-8.7%), TensorRT-LLM's XQA decode (its split rule and MMHA fallback priced, attention.xqa_paths: Hopper 18.8-22.0%
+# -> 12.7-13.9%; A100 and L40S 21-24%: their MMHA rows read from L2 faster than priced), SGLang's decode on A100, L40S
+# and RTX PRO 6000 (FlashInfer; the RTX PRO 6000's 128 MB L2 holds the tables' replayed caches), SGLang's Triton fused
+# MoE without its tuned configs (Hopper, L40S), TensorRT-LLM's custom all-reduce on the L40S's host-bridged PCIe.
 FLOORS = {"gemm_bf16": 8.0, "gemm_fp8": 8.0, "decode": 12.0, "moe": 15.0}
-MISSES = {("b200", "sglang", "gemm_bf16"): 9.2, ("h100-sxm", "sglang", "gemm_fp8"): 12.7,
-          ("h200", "sglang", "gemm_fp8"): 15.3, ("b200", "sglang", "gemm_fp8"): 11.7,
-          ("h100-sxm", "trtllm", "decode"): 18.8, ("h200", "trtllm", "decode"): 22.0,
-          ("b200", "trtllm", "decode"): 13.3, ("h100-sxm", "sglang", "moe"): 16.2, ("h200", "sglang", "moe"): 18.3}
+L40S_GEMM = 12.0
+MISSES = {("b200", "sglang", "gemm_bf16"): 9.2, ("gb200", "sglang", "gemm_bf16"): 8.6,
+          ("b300", "sglang", "gemm_bf16"): 8.8, ("rtx-pro-6000", "trtllm", "gemm_bf16"): 8.7,
+          ("h100-sxm", "sglang", "gemm_fp8"): 11.3, ("h200", "sglang", "gemm_fp8"): 12.9,
+          ("b200", "sglang", "gemm_fp8"): 11.0, ("gb200", "sglang", "gemm_fp8"): 10.8,
+          ("b300", "sglang", "gemm_fp8"): 11.1, ("gb300", "sglang", "gemm_fp8"): 9.8,
+          ("l40s", "sglang", "gemm_fp8"): 13.7, ("rtx-pro-6000", "sglang", "gemm_fp8"): 23.6,
+          ("h100-sxm", "trtllm", "decode"): 13.2, ("h200", "trtllm", "decode"): 14.4,
+          ("a100-sxm-80gb", "sglang", "decode"): 13.0, ("a100-sxm-80gb", "trtllm", "decode"): 24.2,
+          ("l40s", "sglang", "decode"): 14.0, ("l40s", "trtllm", "decode"): 21.4,
+          ("rtx-pro-6000", "sglang", "decode"): 16.6, ("rtx-pro-6000", "trtllm", "decode"): 12.7,
+          ("h100-sxm", "sglang", "moe"): 16.2, ("h200", "sglang", "moe"): 18.3, ("l40s", "sglang", "moe"): 16.5}
+ALLREDUCE_MISSES = {("l40s", "trtllm"): 16.9}
 FAMILIES = {"gemm_bf16": ("gemm", "bf16 all"), "gemm_fp8": ("gemm", "fp8 all"),
             "decode": ("attention", "decode kv>128 all"), "moe": ("moe", "all")}
 
@@ -51,15 +65,18 @@ def test_a_framework_prices_its_own_tables_better_than_vllms_fit(gpu: str, fw: s
     own, base = scores[(gpu, fw)]
     assert load_hardware(gpu).for_framework(fw) is not load_hardware(gpu)  # the profile holds the framework's block
     for family, (op, group) in FAMILIES.items():
+        if not ((own["op"] == op) & (own["group"] == group)).any():
+            continue  # a family the GPU's tables lack (A100: no fp8)
+        floor = L40S_GEMM if gpu == "l40s" and family.startswith("gemm") else FLOORS[family]
         assert _held(own, op, group) <= _held(base, op, group) + 0.5, family  # never worse than vLLM's fit
-        assert _held(own, op, group) <= MISSES.get((gpu, fw, family), FLOORS[family]), family
+        assert _held(own, op, group) <= MISSES.get((gpu, fw, family), floor), family
 
 
 @pytest.mark.parametrize(("gpu", "fw"), PAIRS)
 def test_the_frameworks_in_graph_all_reduce_holds_the_floor(gpu: str, fw: str, scores) -> None:  # type: ignore[no-untyped-def]
     own, _ = scores[(gpu, fw)]
     custom = own[(own["op"] == "allreduce") & own["group"].str.startswith("custom")]["mape_pct"]
-    assert len(custom) and float(custom.max()) <= 15.0
+    assert len(custom) and float(custom.max()) <= ALLREDUCE_MISSES.get((gpu, fw), 15.0)
 
 
 def test_an_engine_runs_its_frameworks_kernels() -> None:

@@ -82,3 +82,30 @@ def test_fa2_mha_decode_streams_per_cta() -> None:
     assert one == pytest.approx(3.02e-3, rel=0.2) and eight == pytest.approx(one, rel=0.05)
     gqa = float(at.attention_time_s(1, 1, 131072, 8, 1, 128, 128, 512, a100, buffer_sets=1)[0])
     assert gqa < one / 5
+
+
+def test_xqa_sub_sequences_follow_tensorrt_llms_rule() -> None:
+    """Hand calculations of computeMultiBlockCount (TensorRT-LLM decoderXQAImplCommon.h) on an H200 (132 SMs):
+    L = 16384, 8 KV heads, batch 1: m = 128, capped at round(sqrt(1024)) = 32, 256 CTAs are 1.9 waves (<= 8): 32.
+    Batch 8: 2048 CTAs, 15.5 waves, m = floor(32 / 1.94) = 16. L = 4096, batch 1: min(32, round(sqrt(256))) = 16.
+    L = 200: floor(200 / 128) = 1. Batch 2000, 1 KV head, L = 65536: the 6000-sub-sequence workspace allows 3;
+    the wave target leaves 1."""
+    got = at.xqa_num_splits([1, 8, 1, 1, 2000], [8, 8, 8, 8, 1], [16384, 16384, 4096, 200, 65536], 132.0)
+    assert got.tolist() == [32.0, 16.0, 16.0, 1.0, 1.0]
+    assert at.xqa_num_splits(2, 1, 65536, 132.0).item() == 64.0  # round(sqrt(8 x 512)) = 64, 1 wave
+
+
+def test_tensorrt_llm_falls_back_to_mmha_where_xqa_does_not_run() -> None:
+    """XQA takes up to 32 query heads per KV head (supportConfigHMMA) and runs where its blocks x 4 >= SMs
+    (mayHavePerfGain): with 32 query heads on 1 KV head at batch 1, L = 4096 gives 32 blocks (128 < 132: MMHA) and
+    L = 8192 64 (XQA): NVIDIA's H200 TensorRT-LLM table times the two at 37.2 and 20.4 us, the longer context faster.
+    64 query heads per KV head always run MMHA, whose query heads each read the cache (its KV bytes x 64, all but
+    one read from L2)."""
+    import dataclasses
+
+    h200 = dataclasses.replace(load_hardware("h200"), attention_kernel="xqa")
+    mmha = at.xqa_runs_mmha(1, 1, [4096, 8192, 8192, 8192], [32, 32, 64, 32], [1, 1, 1, 1], 128, 132.0)
+    assert mmha.tolist() == [True, False, True, False]
+    assert not at.xqa_runs_mmha(1, 2, 4096, 32, 1, 128, 132.0)  # verification always runs XQA's spec mode
+    wide = at.attention_time_s(1, 1, 8192, 64, 1, 128, 128, 512, h200)
+    assert wide[4] == pytest.approx(8192 * 512 * 64 + 64 * 256 * 2)  # each query head reads the cache

@@ -50,3 +50,18 @@ def test_a_malformed_block_names_the_file_and_field(tmp_path: Path, block: objec
     with pytest.raises(SpecsimError) as exc:
         load_hardware(str(path))
     assert "mine.yaml" in str(exc.value) and expect in str(exc.value)
+
+
+def test_a_block_may_name_its_frameworks_attention_kernel(tmp_path: Path) -> None:
+    """TensorRT-LLM's block names XQA (its decode kernel): for_framework prices that framework's attention with it,
+    the profile's own stays FlashAttention-3; the name is checked like the profile's own."""
+    hw = load_hardware("h200")
+    assert hw.attention_kernel == "fa3" and hw.for_framework("trtllm").attention_kernel == "xqa"
+    assert hw.for_framework("sglang").attention_kernel == "fa3"
+    path = _with(tmp_path, {"trtllm": {"attention_kernel": "xqa", "efficiency": {}}})
+    assert load_hardware(str(path)).for_framework("trtllm").attention_kernel == "xqa"
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(profile_yaml_dict(load_hardware(str(path)))))
+    assert load_hardware(str(again)).for_framework("trtllm").attention_kernel == "xqa"
+    with pytest.raises(SpecsimError, match="attention_kernel must be one of fa2, fa3, xqa, got 'fa4'"):
+        load_hardware(str(_with(tmp_path, {"trtllm": {"attention_kernel": "fa4", "efficiency": {}}})))

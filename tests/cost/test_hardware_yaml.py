@@ -12,7 +12,7 @@ from specsim.cost.hardware import available, load_hardware, parse_hardware
 
 ORDER = ["name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib", "mem_bw_tb_per_s",
          "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "attention_kernel", "moe_kernel",
-         "moe_tuned_configs", "efficiency", "provenance", "cost_model", "frameworks"]
+         "moe_tuned_configs", "gemm_dispatch", "efficiency", "provenance", "cost_model", "frameworks"]
 
 
 def _close(a: object, b: object) -> bool:

@@ -76,3 +76,31 @@ def test_predict_keeps_extra_columns_and_leaves_unknown_ops_empty(tmp_path: Path
     assert out["predicted_ms"].iloc[:3].notna().all() and np.isnan(out["predicted_ms"].iloc[3])
     # memcpy of 1 GB at ~3.3 TB/s is ~0.3 ms
     assert 0.25 < out["predicted_ms"].iloc[1] < 0.45
+
+
+def test_the_kernel_column_names_the_family_a_row_is_priced_with() -> None:
+    """A TensorRT-LLM decode row is priced on the H200's trtllm block with XQA (its decode kernel) unless its `kernel`
+    names another family; an fp8 GEMM row naming vLLM's CUTLASS kernel runs vLLM's Hopper dispatch, one naming cuBLAS
+    the best configuration; a name the table does not know leaves the framework's own."""
+    import dataclasses
+
+    from specsim.cost.attention import attention_time_s
+    from specsim.cost.hardware import load_hardware
+    from specsim.cost.measurements import with_kernel
+
+    rows = pd.DataFrame({"op": "attention", "device": "h200", "framework": "trtllm", "dtype": "bf16", "batch": 8,
+                         "context_len": 8192, "q_per_seq": 1, "n_heads": 32, "n_kv_heads": 8, "head_dim": 128,
+                         "kernel": ["torch_flow", "xqa", "fa3"], "time_ms": 0.1})
+    got = predict_table(rows, resolver(None))["predicted_ms"].to_numpy()
+    trt = load_hardware("h200").for_framework("trtllm")
+    assert trt.attention_kernel == "xqa"
+    args = (8, 1, 8192, 32, 8, 128, 128, 8 * 128 * 2 * 2)
+    xqa = float(attention_time_s(*args, trt)[0]) * 1e3
+    fa3 = float(attention_time_s(*args, dataclasses.replace(trt, attention_kernel="fa3"))[0]) * 1e3
+    assert got.tolist() == pytest.approx([xqa, xqa, fa3]) and xqa != pytest.approx(fa3)
+    h100 = load_hardware("h100-sxm")
+    assert with_kernel(h100, "CutlassFP8ScaledMMLinearKernel").gemm_dispatch == {"fp8": "vllm_sm90_fp8"}
+    assert with_kernel(h100, "sglang_sgl_kernel_fp8_scaled_mm").gemm_dispatch == {"fp8": "sglang_sm90_fp8"}
+    assert with_kernel(h100, "cublas_lt").gemm_dispatch == {}
+    assert with_kernel(load_hardware("b200"), "CutlassFP8ScaledMMLinearKernel").gemm_dispatch == {}
+    assert with_kernel(h100, "my_kernel") is h100

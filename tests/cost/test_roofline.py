@@ -65,11 +65,19 @@ def test_softer_tile_boundaries(h100) -> None:
 
 
 def test_fp8_adds_its_activation_quantisation_kernel(h100) -> None:
+    """A per-tensor fp8 GEMM pays the quantisation kernel: its streaming, the engine's fixed cost and a cost per token
+    (vLLM's kernel runs a thread block a token, `quant_row_ns`); a block-scaled fp8 GEMM streaming only."""
+    e = h100.efficiency
     with_q = rl.gemm_time_s(4096, 8192, 8192, h100, "fp8", 1.0)[0]
     without = rl.gemm_time_s(4096, 8192, 8192, h100, "fp8", 1.0, act_quant=False)[0]
-    quant = rl.activation_quant_s(4096, 8192, h100)
-    assert with_q == pytest.approx(without + quant)
-    assert quant > h100.efficiency.kernel_overhead_us * 1e-6 + 4096 * 8192 * 3 / h100.mem_bw_bytes_per_s
+    streaming = rl.activation_quant_s(4096, 8192, h100)
+    assert with_q == pytest.approx(without + streaming + 4096 * e.quant_row_ns * 1e-9 + e.quant_overhead_us * 1e-6)
+    assert e.quant_row_ns > 1.0  # the H100 fit: ~5 ns a token
+    assert streaming > e.kernel_overhead_us * 1e-6 + 4096 * 8192 * 3 / h100.mem_bw_bytes_per_s
+    wb = 1.0 + 4.0 / 128**2  # block-scaled: another quantisation kernel, not fitted
+    block = rl.gemm_time_s(4096, 8192, 8192, h100, "fp8", wb)[0] - rl.gemm_time_s(4096, 8192, 8192, h100, "fp8", wb,
+                                                                                  act_quant=False)[0]
+    assert block == pytest.approx(streaming)
 
 
 def test_l2_resident_weights_only_in_benchmark_replays(h100) -> None:

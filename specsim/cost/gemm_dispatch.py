@@ -1,0 +1,71 @@
+"""Fixed GEMM tile dispatch: the engines' W8A8 fp8 CUTLASS kernels pick one tile configuration per M bucket (and N
+or K), not the best of all configurations as an autotuned library does (roofline._gemm_configs' default).
+
+A configuration is the tile's extent along the tokens and along the weight rows, the cluster multiples the grid is
+rounded up to along each (a cluster of 2 along M launches its tiles in pairs: 129 tokens on 128-row tiles run two),
+and whether it swaps A and B (the weights take the MMA's wide side; swap-AB tiles run at `swap_tile_efficiency`).
+NVIDIA's H100 vLLM table steps 1.9-2.2x from 512 to 513 tokens on 8192-16384-wide weights, where one more pair of
+128-row tiles prices 1.4x (the autotuned model: 1.1x); the rest of the step (an additive 40-100 us at every 256 j + 1
+tokens, none at 160 -> 161) is not modelled: counting a ping-pong kernel's two tiles an SM as one wave of 2 x SMs
+fit the tables worse (8.6% -> 17.2% held out).
+
+Sources (the table each name reads; the engine version NVIDIA's tables time is newer, the dispatch unchanged in kind):
+* "vllm_sm90_fp8": vLLM csrc/quantization/w8a8/cutlass/c3x/scaled_mm_sm90_fp8_dispatch.cuh (vllm-project/vllm@68f442eb).
+* "sglang_sm90_fp8": sgl-kernel csrc/gemm/fp8_gemm_kernel.cu, sm90_fp8_dispatch_shape (sgl-project/sglang@04ec0bc2).
+Blackwell's tables (vLLM's scaled_mm_sm100_fp8_dispatch.cuh, SGLang's sm100_fp8_dispatch_bias: swap-AB and 2-SM tiles)
+priced this way fit NVIDIA's B200 tables worse than the best configuration does (vLLM: 13.0% held out became 41%), so
+Blackwell keeps the autotuned model until their 2-SM and swap-AB tiles are modelled.
+They apply to per-tensor / per-channel fp8 weights; block-scaled fp8 (DeepSeek's 128 x 128 scales) runs other kernels
+(DeepGEMM, CUTLASS blockwise) and keeps the autotuned model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+Array = NDArray[np.float64]
+
+# (tokens tile, weights tile, tokens cluster, weights cluster, swap-AB)
+Config = tuple[float, float, float, float, bool]
+Rule = tuple[Callable[[Array, Array, Array], np.ndarray], Config]
+
+DISPATCH: dict[str, list[Rule]] = {
+    # m <= 16: swap-AB 64(N) x 16(M) x 256, cluster 1x2 for N <= 1280 else 1x1; m <= 64: swap-AB 64x16 (cluster 1x4)
+    # for N <= 1280, else 64 x 64 x 256 (basic schedule); m <= 128: 64 x 128 x 128, cluster 2x1; above: 128 x 128 x
+    # 128, cluster 2x1 (both ping-pong)
+    "vllm_sm90_fp8": [
+        (lambda m, n, k: (m <= 16) & (n <= 1280), (16.0, 64.0, 2.0, 1.0, True)),
+        (lambda m, n, k: m <= 16, (16.0, 64.0, 1.0, 1.0, True)),
+        (lambda m, n, k: (m <= 64) & (n <= 1280), (16.0, 64.0, 4.0, 1.0, True)),
+        (lambda m, n, k: m <= 64, (64.0, 64.0, 1.0, 1.0, True)),
+        (lambda m, n, k: m <= 128, (64.0, 128.0, 2.0, 1.0, False)),
+        (lambda m, n, k: m > 0, (128.0, 128.0, 2.0, 1.0, False)),
+    ],
+    # m <= 1: 64 x 64 x 128, cluster 1x8 (basic schedule); m <= 64: cluster 1x4; m <= 256: 64 x 64, 1x1;
+    # m <= 1024: 128 x 128, 1x1; above: 128 x 128, cluster 2x1 (all ping-pong)
+    "sglang_sm90_fp8": [
+        (lambda m, n, k: m <= 1, (64.0, 64.0, 1.0, 8.0, False)),
+        (lambda m, n, k: m <= 64, (64.0, 64.0, 1.0, 4.0, False)),
+        (lambda m, n, k: m <= 256, (64.0, 64.0, 1.0, 1.0, False)),
+        (lambda m, n, k: m <= 1024, (128.0, 128.0, 1.0, 1.0, False)),
+        (lambda m, n, k: m > 0, (128.0, 128.0, 2.0, 1.0, False)),
+    ],
+}
+
+
+#: The first M of each bucket after the first (every rule's M bound + 1; the N and K bounds do not move them).
+DISPATCH_STARTS: dict[str, tuple[float, ...]] = {"vllm_sm90_fp8": (17.0, 65.0, 129.0),
+                                                 "sglang_sm90_fp8": (2.0, 65.0, 257.0, 1025.0)}
+
+
+def dispatch_configs(name: str, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> tuple[Array, Array, Array, Array, Array]:
+    """(tokens tile, weights tile, tokens cluster, weights cluster, swap flag) arrays of the configuration table
+    `name` runs at each (m, n, k): the first rule that holds."""
+    rules = DISPATCH[name]
+    mm, nn, kk = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (m, n, k)))
+    masks = [rule(mm, nn, kk) for rule, _ in rules]
+    return tuple(np.select(masks, [float(c[i]) for _, c in rules], default=float(rules[-1][1][i]))  # type: ignore[return-value]
+                 for i in range(5))
