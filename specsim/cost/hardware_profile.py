@@ -101,9 +101,9 @@ class Efficiency:
     # Tensor-core rate of the default config's small blocks (64 x 64 x 32 and 16 x 32 x 64, 4 warps)
     # relative to a tuned fused-MoE tile's (moe_compute): less operand reuse per load, short K steps.
     moe_default_tile_efficiency: float = 0.54
-    # Fixed cost a W8A8 GEMM's activation quantisation adds beyond one streaming kernel (an engine's own fp8 path:
-    # TensorRT-LLM's torch-flow fp8 linear runs ~7 us more per GEMM than its bf16 one at 1-16 tokens on H100);
-    # fitted per framework on the fp8 GEMM rows.
+    # Fixed cost a per-tensor fp8 GEMM's activation quantisation adds beyond one streaming kernel (an engine's own fp8
+    # path: TensorRT-LLM's torch-flow fp8 linear runs ~7 us more per GEMM than its bf16 one at 1-16 tokens on H100);
+    # fitted per framework on the fp8 GEMM rows (block-scaled fp8 quantises per token group with another kernel).
     quant_overhead_us: float = 0.0
     # ... and its cost per token: vLLM's dynamic per-token fp8 quantisation runs one thread block a token, 5.3-6.6 ns
     # each on H100, H200 and Blackwell (NVIDIA's vLLM fp8 tables, tools/fp8_gemm.py; SGLang's < 1 ns). Default: the
