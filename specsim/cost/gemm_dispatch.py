@@ -1,5 +1,5 @@
-"""Fixed GEMM tile dispatch: the engines' W8A8 fp8 CUTLASS kernels pick one tile configuration per M bucket (and N
-or K), not the best of all configurations as an autotuned library does (roofline._gemm_configs' default).
+"""Fixed GEMM tile dispatch: the engines' W8A8 fp8 CUTLASS kernels pick one tile configuration per M bucket (and N),
+not the best of all configurations as an autotuned library does (roofline._gemm_configs' default).
 
 A configuration is the tile's extent along the tokens and along the weight rows, the cluster multiples the grid is
 rounded up to along each (a cluster of 2 along M launches its tiles in pairs: 129 tokens on 128-row tiles run two),
@@ -21,51 +21,49 @@ They apply to per-tensor / per-channel fp8 weights; block-scaled fp8 (DeepSeek's
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 Array = NDArray[np.float64]
+INF = float("inf")
 
-# (tokens tile, weights tile, tokens cluster, weights cluster, swap-AB)
-Config = tuple[float, float, float, float, bool]
-Rule = tuple[Callable[[Array, Array, Array], np.ndarray], Config]
+# A rule: (largest M, largest N it covers; its configuration). A configuration: (tokens tile, weights tile, tokens
+# cluster, weights cluster, swap-AB). The first rule covering (M, N) is the kernel.
+Rule = tuple[float, float, tuple[float, float, float, float, bool]]
 
-DISPATCH: dict[str, list[Rule]] = {
+DISPATCH: dict[str, tuple[Rule, ...]] = {
     # m <= 16: swap-AB 64(N) x 16(M) x 256, cluster 1x2 for N <= 1280 else 1x1; m <= 64: swap-AB 64x16 (cluster 1x4)
     # for N <= 1280, else 64 x 64 x 256 (basic schedule); m <= 128: 64 x 128 x 128, cluster 2x1; above: 128 x 128 x
     # 128, cluster 2x1 (both ping-pong)
-    "vllm_sm90_fp8": [
-        (lambda m, n, k: (m <= 16) & (n <= 1280), (16.0, 64.0, 2.0, 1.0, True)),
-        (lambda m, n, k: m <= 16, (16.0, 64.0, 1.0, 1.0, True)),
-        (lambda m, n, k: (m <= 64) & (n <= 1280), (16.0, 64.0, 4.0, 1.0, True)),
-        (lambda m, n, k: m <= 64, (64.0, 64.0, 1.0, 1.0, True)),
-        (lambda m, n, k: m <= 128, (64.0, 128.0, 2.0, 1.0, False)),
-        (lambda m, n, k: m > 0, (128.0, 128.0, 2.0, 1.0, False)),
-    ],
+    "vllm_sm90_fp8": (
+        (16, 1280, (16.0, 64.0, 2.0, 1.0, True)),
+        (16, INF, (16.0, 64.0, 1.0, 1.0, True)),
+        (64, 1280, (16.0, 64.0, 4.0, 1.0, True)),
+        (64, INF, (64.0, 64.0, 1.0, 1.0, True)),
+        (128, INF, (64.0, 128.0, 2.0, 1.0, False)),
+        (INF, INF, (128.0, 128.0, 2.0, 1.0, False)),
+    ),
     # m <= 1: 64 x 64 x 128, cluster 1x8 (basic schedule); m <= 64: cluster 1x4; m <= 256: 64 x 64, 1x1;
     # m <= 1024: 128 x 128, 1x1; above: 128 x 128, cluster 2x1 (all ping-pong)
-    "sglang_sm90_fp8": [
-        (lambda m, n, k: m <= 1, (64.0, 64.0, 1.0, 8.0, False)),
-        (lambda m, n, k: m <= 64, (64.0, 64.0, 1.0, 4.0, False)),
-        (lambda m, n, k: m <= 256, (64.0, 64.0, 1.0, 1.0, False)),
-        (lambda m, n, k: m <= 1024, (128.0, 128.0, 1.0, 1.0, False)),
-        (lambda m, n, k: m > 0, (128.0, 128.0, 2.0, 1.0, False)),
-    ],
+    "sglang_sm90_fp8": (
+        (1, INF, (64.0, 64.0, 1.0, 8.0, False)),
+        (64, INF, (64.0, 64.0, 1.0, 4.0, False)),
+        (256, INF, (64.0, 64.0, 1.0, 1.0, False)),
+        (1024, INF, (128.0, 128.0, 1.0, 1.0, False)),
+        (INF, INF, (128.0, 128.0, 2.0, 1.0, False)),
+    ),
 }
 
 
-#: The first M of each bucket after the first (every rule's M bound + 1; the N and K bounds do not move them).
-DISPATCH_STARTS: dict[str, tuple[float, ...]] = {"vllm_sm90_fp8": (17.0, 65.0, 129.0),
-                                                 "sglang_sm90_fp8": (2.0, 65.0, 257.0, 1025.0)}
+def bucket_starts(name: str) -> list[float]:
+    """The first M of each bucket after the first (every rule's M bound + 1)."""
+    return sorted({m_max + 1.0 for m_max, _, _ in DISPATCH[name] if m_max < INF})
 
 
-def dispatch_configs(name: str, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> tuple[Array, Array, Array, Array, Array]:
+def dispatch_configs(name: str, m: ArrayLike, n: ArrayLike) -> tuple[Array, Array, Array, Array, Array]:
     """(tokens tile, weights tile, tokens cluster, weights cluster, swap flag) arrays of the configuration table
-    `name` runs at each (m, n, k): the first rule that holds."""
+    `name` runs at each (m, n): the first rule that covers it."""
     rules = DISPATCH[name]
-    mm, nn, kk = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (m, n, k)))
-    masks = [rule(mm, nn, kk) for rule, _ in rules]
-    return tuple(np.select(masks, [float(c[i]) for _, c in rules], default=float(rules[-1][1][i]))  # type: ignore[return-value]
-                 for i in range(5))
+    mm, nn = np.broadcast_arrays(np.asarray(m, dtype=float), np.asarray(n, dtype=float))
+    masks = [(mm <= m_max) & (nn <= n_max) for m_max, n_max, _ in rules]
+    return tuple(np.select(masks, [float(c[i]) for _, _, c in rules]) for i in range(5))  # type: ignore[return-value]

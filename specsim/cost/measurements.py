@@ -13,6 +13,7 @@ through: L2 residency). Columns an op does not use may be empty; extra columns a
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -245,8 +246,6 @@ KERNEL_FAMILIES: tuple[tuple[str, dict[str, Any]], ...] = (
 def with_kernel(hw: HardwareProfile, kernel: str) -> HardwareProfile:
     """`hw` running the kernel family a row's `kernel` names (KERNEL_FAMILIES), else `hw` itself; a fixed fp8 dispatch
     only on the GPUs it is written for (Hopper)."""
-    import dataclasses
-
     name = kernel.strip().lower().replace("-", "_")
     for key, family in KERNEL_FAMILIES:
         if key in name:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from specsim.cost.gemm_dispatch import DISPATCH_STARTS, dispatch_configs
+from specsim.cost.gemm_dispatch import bucket_starts, dispatch_configs
 from specsim.cost.hardware_profile import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
 from specsim.errors import SpecsimError
 
@@ -137,8 +137,7 @@ def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile,
     m, n, k, g = (np.asarray(a, dtype=float)[..., None] for a in (m, n, k, groups))
     sk, stream = _SK, _STREAM
     if dispatch:  # the engine's fixed configuration for this shape (gemm_dispatch.py): one, no split-K
-        tm, tn, cm, cn, swap_flag = (a[..., None] for a in dispatch_configs(dispatch, m[..., 0], n[..., 0],
-                                                                             k[..., 0]))
+        tm, tn, cm, cn, swap_flag = (a[..., None] for a in dispatch_configs(dispatch, m[..., 0], n[..., 0]))
         sk, stream, swap = np.ones(1), np.zeros(1), swap_flag > 0
     else:
         token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP,
@@ -237,7 +236,7 @@ def gemm_time_s(
         # a fixed dispatch changes kernels between M buckets, and a larger bucket's kernel can be the cheaper one: an
         # engine could pad M into it, so the time is the least over the next buckets' first M (within a bucket the
         # kernel is fixed and its time does not fall with M: monotone non-decreasing in m, as the autotuned model)
-        for start in DISPATCH_STARTS[dispatch]:
+        for start in bucket_starts(dispatch):
             later = m_arr < start
             if later.any():
                 t = np.where(later, np.minimum(t, _gemm_time_s(np.full(m_arr.shape, start), *args, dispatch)[0]), t)

@@ -19,10 +19,10 @@ def test_the_tables_read_as_their_sources() -> None:
     the tokens; 16 < M <= 64, N > 1280 swap-AB 64 x 64; 64 < M <= 128 64 x 128 in clusters of 2 along M; above 128
     x 128 in clusters of 2. SGLang's sm90_fp8_dispatch_shape: M = 1 64 x 64 in clusters of 8 along N; M <= 256 64 x 64;
     M <= 1024 128 x 128."""
-    got = np.stack(dispatch_configs("vllm_sm90_fp8", [1, 1, 40, 100, 129], [1024, 8192, 8192, 8192, 8192], 4096),
+    got = np.stack(dispatch_configs("vllm_sm90_fp8", [1, 1, 40, 100, 129], [1024, 8192, 8192, 8192, 8192]),
                    axis=-1).tolist()
     assert got == [[16, 64, 2, 1, 1], [16, 64, 1, 1, 1], [64, 64, 1, 1, 1], [64, 128, 2, 1, 0], [128, 128, 2, 1, 0]]
-    got = np.stack(dispatch_configs("sglang_sm90_fp8", [1, 200, 1000, 2000], 8192, 4096), axis=-1).tolist()
+    got = np.stack(dispatch_configs("sglang_sm90_fp8", [1, 200, 1000, 2000], 8192), axis=-1).tolist()
     assert got == [[64, 64, 1, 8, 0], [64, 64, 1, 1, 0], [128, 128, 1, 1, 0], [128, 128, 2, 1, 0]]
 
 
