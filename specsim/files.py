@@ -2,8 +2,10 @@
 outputs safely.
 
 Reading: ``read_text`` refuses folders, devices, binary and non-UTF-8 files; ``load_structured``
-parses YAML/JSON and refuses nesting deeper than ``MAX_DEPTH``; ``read_mapping`` both, and a mapping
-at the top level. Every failure is one ``SpecsimError`` line naming the file.
+(``structured.py``) parses YAML/JSON, naming the line and column of a parse error, an empty file as
+empty, and refusing keys given twice and nesting deeper than ``MAX_DEPTH``; ``read_mapping`` and
+``read_yaml_mapping`` both, and a mapping of fields at the top level. Every failure is one
+``SpecsimError`` line naming the file.
 
 Writing: ``Outputs`` writes a command's files as a set. Each file goes into a temporary folder
 beside its target; only when every file is written are they renamed into place, and on any failure
@@ -16,7 +18,6 @@ an earlier folder of ours (marked with ``REPORT_MARKER``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import stat
@@ -25,13 +26,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from specsim.errors import SpecsimError
+from specsim.structured import MAX_DEPTH as MAX_DEPTH  # re-exported: readers import them from here
+from specsim.structured import expect_mapping
+from specsim.structured import load_structured as load_structured
 
 T = TypeVar("T")
 
-MAX_DEPTH = 64  # nesting levels accepted in a YAML/JSON input (none of ours needs more than 5)
 MAX_BYTES = 256 * 2**20  # a text input larger than this is refused rather than read into memory
 REPORT_MARKER = ".specsim-report"
 _STAGE = ".specsim-tmp-"
@@ -68,28 +69,6 @@ def read_text(path: str | Path, what: str = "") -> str:
         raise SpecsimError(f"{name}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
-def _depth_ok(data: Any, limit: int) -> bool:
-    """True when ``data`` nests at most ``limit`` containers deep (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    seen: set[int] = set()
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list | tuple):
-            if depth > limit:
-                return False
-            if id(value) in seen:  # YAML anchors share objects (and may even form cycles)
-                continue
-            seen.add(id(value))
-            children = list(value.keys()) + list(value.values()) if isinstance(value, dict) else value
-            stack.extend((child, depth + 1) for child in children)
-    return True
-
-
-# libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents, 5-10x faster
-# (the 18 hardware profiles of `hardware list` load in 0.05 s instead of 0.3 s)
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def parsed_once(parse: Callable[[Path], T]) -> Callable[[Path], T]:
     """`parse` of a file, kept per process while the file is unchanged (keyed by path, mtime and size): for
     parsers whose result is frozen, so sharing it is safe (hardware profiles, model configs; a validation run
@@ -119,35 +98,28 @@ def is_file(path: str | Path) -> bool:
         return False
 
 
-def load_structured(text: str, where: str, fmt: str = "yaml") -> Any:
-    """Parse YAML (``fmt`` "yaml") or JSON ("json"); SpecsimError naming ``where`` when it cannot be
-    parsed or nests deeper than MAX_DEPTH."""
-    kind = "JSON" if fmt == "json" else "YAML"
-    try:
-        data = json.loads(text) if fmt == "json" else yaml.load(text, Loader=_YAML_LOADER)
-    except RecursionError:
-        raise SpecsimError(f"{where}: nested too deeply (at most {MAX_DEPTH} levels)") from None
-    except (yaml.YAMLError, json.JSONDecodeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SpecsimError(f"{where}: not valid {kind}: {first}") from None
-    if not _depth_ok(data, MAX_DEPTH):
-        raise SpecsimError(f"{where}: nested too deeply (at most {MAX_DEPTH} levels)")
-    return data
-
-
-def read_structured(path: str | Path) -> Any:
-    """A YAML or JSON file (JSON when it ends in .json), parsed; SpecsimError names the file."""
+def read_structured(path: str | Path, what: str = "") -> Any:
+    """A YAML or JSON file (JSON when it ends in .json), parsed; SpecsimError names the file (or
+    ``what``), the line and column of a parse error, or says the file is empty."""
     p = Path(path)
-    return load_structured(read_text(p), str(p), "json" if p.suffix.lower() == ".json" else "yaml")
+    return load_structured(read_text(p, what), what or str(p), "json" if p.suffix.lower() == ".json" else "yaml")
 
 
-def read_mapping(path: str | Path) -> dict[str, object]:
-    """Parse a YAML or JSON file whose top level is a mapping; SpecsimError names the file."""
+def read_yaml_mapping(path: str | Path, what: str = "") -> tuple[dict[str, Any], str]:
+    """(the mapping, the text) of a YAML or JSON file whose top level is a mapping of fields: one read
+    for a reader that also wants the text (a scenario's line numbers). SpecsimError names the file (or
+    ``what``): "FILE line L column C: <the parser's words>", "FILE: empty", "FILE: expected a mapping
+    of fields (key: value lines), got a list"."""
     p = Path(path)
-    data = read_structured(p)
-    if not isinstance(data, dict):
-        raise SpecsimError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
-    return data
+    where = what or str(p)
+    text = read_text(p, what)
+    data = load_structured(text, where, "json" if p.suffix.lower() == ".json" else "yaml")
+    return expect_mapping(data, where), text
+
+
+def read_mapping(path: str | Path, what: str = "") -> dict[str, Any]:
+    """Parse a YAML or JSON file whose top level is a mapping (``read_yaml_mapping`` without the text)."""
+    return read_yaml_mapping(path, what)[0]
 
 
 def require(data: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = (int, float)) -> Any:

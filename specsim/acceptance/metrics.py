@@ -380,10 +380,13 @@ def load_acceptance(path: str | Path, k: int | None = None) -> AcceptanceProfile
     """An AcceptanceProfile from a file: Prometheus scrape, histogram CSV, or YAML/JSON mapping."""
 
     from specsim.files import load_structured, read_text
+    from specsim.structured import is_blank, kind_of
 
     p = Path(path)
     text = read_text(p)  # refuses folders, devices, binary and non-UTF-8 files
     where = str(p)
+    if is_blank(text):
+        raise SpecsimError(f"{where}: empty")
     try:
         if _looks_like_prometheus(text):
             return read_metrics(text, where).profile(k)
@@ -392,8 +395,8 @@ def load_acceptance(path: str | Path, k: int | None = None) -> AcceptanceProfile
         data = load_structured(text, where, "json" if p.suffix.lower() == ".json" else "yaml")
         if not isinstance(data, dict):
             raise SpecsimError(
-                f"no speculative-decoding metrics or acceptance mapping found (expected {EXPECTED}, "
-                "a histogram CSV, or a YAML/JSON mapping)"
+                f"no speculative-decoding metrics or acceptance mapping found, got {kind_of(data)} (expected "
+                f"{EXPECTED}, a histogram CSV, or a YAML/JSON mapping)"
             )
         return _profile_from_mapping(data, where, k)
     except SpecsimError as exc:

@@ -26,7 +26,8 @@ def load_tree(path: str | Path) -> TreeSpec:
     Optional ``acceptance``: a list of lists, ``acceptance[d][r]`` = P(rank-r child at depth d+1 is
     accepted | parent accepted), or one list used at every depth.
     """
-    from specsim.files import read_structured  # refuses folders, binary, non-UTF-8 and deeply nested files
+    from specsim.files import read_structured  # refuses folders, binary, non-UTF-8, empty and deeply nested files
+    from specsim.structured import kind_of
 
     p = Path(path)
     if not p.exists():
@@ -34,8 +35,11 @@ def load_tree(path: str | Path) -> TreeSpec:
     data = read_structured(p)
     if isinstance(data, list):
         data = {"parents": data}
-    if not isinstance(data, dict) or not ({"parents", "paths"} & set(data)):
-        raise SpecsimError(f"{p}: a tree file needs a 'parents' list (or 'paths')")
+    if not isinstance(data, dict):
+        raise SpecsimError(f"{p}: a tree file needs a 'parents' list (or 'paths'), got {kind_of(data)}")
+    if not {"parents", "paths"} & set(data):
+        has = ", ".join(sorted(map(str, data))) or "no fields"
+        raise SpecsimError(f"{p}: a tree file needs a 'parents' list (or 'paths'); it has {has}")
     try:
         if "parents" in data:
             raw = data["parents"]

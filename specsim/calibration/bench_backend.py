@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specsim.errors import SpecsimError
+from specsim.errors import SpecsimError, missing_extra
 from specsim.records import Json
 
 #: One measurement: a row of the bench's CSV (the measurement schema's columns its op has, cost/measurements.py)
@@ -29,7 +29,7 @@ def import_torch() -> Any:
     try:
         import torch
     except ImportError:
-        raise SpecsimError("specsim bench needs PyTorch: pip install \".[bench]\" (or pip install torch)") from None
+        raise missing_extra("bench", "torch", "specsim bench") from None
     return torch
 
 

@@ -1,8 +1,8 @@
 """Entry point: builds the typer app from the command modules and maps outcomes to exit statuses.
 
-0 ok; 1 a check failed (``validate``); 2 bad input (a ``SpecsimError`` or a usage error), one line on
-stderr; 3 an internal error, one line asking for a report (the traceback only with SPECSIM_DEBUG=1);
-130 interrupted.
+0 ok; 1 a check failed (``validate``); 2 bad input (a ``SpecsimError``, a usage error, with the nearest
+option where one was misspelt, or an optional extra's module missing), one line on stderr; 3 an internal
+error, one line asking for a report (the traceback only with SPECSIM_DEBUG=1); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Annotated
 import typer
 
 from specsim import __version__
-from specsim.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ISSUE_TRACKER, SpecsimError
+from specsim.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ISSUE_TRACKER, SpecsimError, missing_extra
+from specsim.names import did_you_mean
 
 app = typer.Typer(
     name="specsim",
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     _register(argv)
     try:
         # With standalone_mode=False click returns (rather than raises) a command's exit code.
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, prog_name="specsim", standalone_mode=False)
     except SpecsimError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
@@ -111,13 +112,49 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             _show_usage_error(exc)
             sys.exit(EXIT_BAD_INPUT)
+        command = _command_of(sys.argv[1:] if argv is None else argv)
+        if (missing := extra_missing(exc, f"specsim {command}")) is not None:
+            print(f"error: {missing}", file=sys.stderr)
+            sys.exit(EXIT_BAD_INPUT)
         internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _show_usage_error(exc: Exception) -> None:
-    """A click usage error as one line: 'error: <message> (try: specsim CMD --help)'."""
+    """A click usage error as one line: 'error: <message> (try: specsim CMD --help)'; a misspelt option
+    names the command's nearest options ('No such option: --hardwre (did you mean --hardware?)')."""
     ctx = getattr(exc, "ctx", None)
     msg = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    option = getattr(exc, "option_name", None)
+    if option is not None and hasattr(exc, "possibilities"):
+        msg = f"{getattr(exc, 'message', msg)}{did_you_mean(option, _long_options(ctx)) or _click_guess(exc)}"
     hint = f" (try: {ctx.command_path} --help)" if ctx is not None else ""
     print(f"error: {_one_line(msg)}{hint}", file=sys.stderr)
+
+
+def _long_options(ctx: object) -> list[str]:
+    """The --long names of the options of the command ``ctx`` (a click Context) runs."""
+    params = getattr(getattr(ctx, "command", None), "params", None) or []
+    return [o for p in params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))
+            if o.startswith("--")]
+
+
+def _click_guess(exc: Exception) -> str:
+    """click's own close matches, as " (did you mean ...?)" (when the command's options are not known)."""
+    guesses = sorted(getattr(exc, "possibilities", None) or [])
+    return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+
+
+#: Top-level modules of the optional extras (pyproject.toml): module -> (extra, package)
+EXTRA_MODULES = {"torch": ("bench", "torch"), "aiconfigurator_core": ("tables", "aiconfigurator-core"),
+                 "pyarrow": ("tables", "pyarrow")}
+
+
+def extra_missing(exc: BaseException, for_what: str) -> SpecsimError | None:
+    """The missing-extra error for an ImportError of an optional extra's module that a command did not
+    catch itself (pandas' "Unable to find a usable engine; tried using: 'pyarrow'" included); else None."""
+    if not isinstance(exc, ImportError):
+        return None
+    name = (exc.name or "").split(".")[0]
+    found = EXTRA_MODULES.get(name) or next((v for k, v in EXTRA_MODULES.items() if f"'{k}'" in str(exc)), None)
+    return None if found is None else missing_extra(found[0], found[1], for_what)

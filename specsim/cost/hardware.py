@@ -24,6 +24,7 @@ from specsim.cost.hardware_profile import (
 )
 from specsim.errors import SpecsimError
 from specsim.files import is_file, parsed_once, positive, read_mapping, require
+from specsim.names import resolve_name, unknown
 
 TOP_LEVEL_KEYS = {"name", "description", "vendor", "sm_count", "clock_mhz", "memory_gb", "memory_gib",
                   "mem_bw_tb_per_s", "l2_mb", "peak_tflops", "interconnect", "launch_overhead_us", "measured",
@@ -40,15 +41,32 @@ def available() -> list[str]:
     return sorted(p.stem for p in profiles_dir().glob("*.yaml"))
 
 
-def load_hardware(name_or_path: str | Path) -> HardwareProfile:
-    """A bundled profile by name, or a user's YAML by path."""
+def hardware_path(name_or_path: str | Path) -> Path:
+    """The YAML of a bundled profile by name (spelt in any case and separators: ``H100-SXM``, ``h100_sxm``),
+    or a user's YAML by path; an unknown name is refused naming the nearest bundled ones."""
     text = str(name_or_path)
     path = Path(text)
-    if not (text.endswith((".yaml", ".yml")) or is_file(path)):
-        path = profiles_dir() / f"{text}.yaml"
-        if not is_file(path):
-            raise SpecsimError(f"unknown hardware '{text}' (known: {', '.join(available())}; or a path to a YAML)")
-    return _load_hardware_file(path)
+    if text.endswith((".yaml", ".yml")) or is_file(path):
+        return path
+    if "/" not in text and is_file(bundled := profiles_dir() / f"{text}.yaml"):
+        return bundled
+    known = available()
+    name = resolve_name(text, known)
+    if name is None:
+        raise unknown("hardware", text, known, also="or a path to a YAML")
+    return profiles_dir() / f"{name}.yaml"
+
+
+def hardware_name(name_or_path: str | Path) -> str:
+    """The bundled name a GPU spelt otherwise stands for (``H100-SXM`` -> ``h100-sxm``), a path as given:
+    what an answer echoes. SpecsimError for an unknown name, as ``load_hardware``."""
+    path = hardware_path(name_or_path)
+    return path.stem if path.parent == profiles_dir() and str(name_or_path) != str(path) else str(name_or_path)
+
+
+def load_hardware(name_or_path: str | Path) -> HardwareProfile:
+    """A bundled profile by name or a user's YAML by path (``hardware_path``)."""
+    return _load_hardware_file(hardware_path(name_or_path))
 
 
 @parsed_once

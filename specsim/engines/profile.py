@@ -20,6 +20,7 @@ from typing import Any
 from specsim.cost.alltoall import ALLTOALL_IMPLEMENTATIONS
 from specsim.errors import SpecsimError
 from specsim.files import is_file, read_mapping
+from specsim.names import resolve_name, unknown
 from specsim.records import OMIT_NONE
 
 ALLREDUCE_KINDS = ("custom", "nccl_graph", "nccl")
@@ -147,13 +148,19 @@ def available() -> list[str]:
 
 
 def _path(name_or_path: str | Path) -> Path:
+    """The YAML of a bundled engine by name (spelt in any case and separators: ``vLLM``, ``TRT-LLM``), or
+    a user's YAML by path; an unknown name is refused naming the nearest bundled ones."""
     text = str(name_or_path).strip()
     path = Path(text)
-    if not (text.endswith((".yaml", ".yml")) or is_file(path)):
-        path = engines_dir() / f"{text.lower()}.yaml"
-        if not is_file(path):
-            raise SpecsimError(f"unknown engine '{text}' (known: {', '.join(available())}; or a path to a YAML)")
-    return path
+    if text.endswith((".yaml", ".yml")) or is_file(path):
+        return path
+    if "/" not in text and is_file(bundled := engines_dir() / f"{text}.yaml"):
+        return bundled
+    known = available()
+    name = resolve_name(text, known)
+    if name is None:
+        raise unknown("engine", text, known, also="or a path to a YAML")
+    return engines_dir() / f"{name}.yaml"
 
 
 def _resolved(path: Path, seen: tuple[str, ...] = ()) -> dict[str, object]:
@@ -175,6 +182,13 @@ def _merge(base: Mapping[str, object], over: Mapping[str, object]) -> dict[str, 
         old = out.get(key)
         out[key] = _merge(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
     return out
+
+
+def engine_name(name_or_path: str | Path) -> str:
+    """The bundled name an engine spelt otherwise stands for (``vLLM`` -> ``vllm``), a path as given: what
+    an answer echoes. SpecsimError for an unknown name, as ``load_engine``."""
+    path = _path(name_or_path)
+    return path.stem if path.parent == engines_dir() and str(name_or_path).strip() != str(path) else str(name_or_path)
 
 
 def load_engine(name_or_path: str | Path) -> EngineProfile:

@@ -19,8 +19,8 @@ def test_buffer_rotation_covers_the_cache_within_budget() -> None:
 
 def test_without_torch_one_clear_line_and_status_2(monkeypatch, tmp_path: Path, capsys) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
-    with pytest.raises(SpecsimError, match=r'pip install "\.\[bench\]"'):
+    with pytest.raises(SpecsimError, match=r'pip install -e "\.\[bench\]"'):
         import_torch()
     code, _, err = run(capsys, "bench", "--device", "cpu", "--model", "qwen2.5-0.5b", "--quick",
                        "-o", str(tmp_path / "b.csv"))
-    assert code == 2 and "needs PyTorch" in err and not (tmp_path / "b.csv").exists()
+    assert code == 2 and "needs the 'bench' extra" in err and "(torch)" in err and not (tmp_path / "b.csv").exists()

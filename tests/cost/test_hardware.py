@@ -48,9 +48,12 @@ def test_every_figure_has_a_source_comment() -> None:
                 assert "#" in line, f"{path.name}: {line!r} has no source"
 
 
-def test_unknown_name_lists_known() -> None:
-    with pytest.raises(SpecsimError, match=r"unknown hardware 'h300'.*h100-sxm"):
+def test_unknown_name_names_the_nearest_or_lists_known() -> None:
+    with pytest.raises(SpecsimError, match=r"^unknown hardware 'h300' \(did you mean h800, h200, b300\?\)$"):
         load_hardware("h300")
+    with pytest.raises(SpecsimError, match=r"^unknown hardware 'qqq' \(known: a100-pcie-80gb, .*h100-sxm.*; or a path"):
+        load_hardware("qqq")
+    assert load_hardware("H100_SXM").name == load_hardware("h100-sxm").name
 
 
 def test_user_yaml_by_path_and_field_errors(tmp_path: Path) -> None:
@@ -68,7 +71,7 @@ def test_user_yaml_by_path_and_field_errors(tmp_path: Path) -> None:
         load_hardware(str(bad))
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
-    with pytest.raises(SpecsimError, match=r"broken.yaml: not valid YAML"):
+    with pytest.raises(SpecsimError, match=r"broken.yaml line 2 column 1: not valid YAML"):
         load_hardware(str(broken))
     data["mem_bw_tb_per_s"] = -1
     bad.write_text(yaml.safe_dump(data))
