@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from specsim.cost.hf_common import Base, base_fields, mla_moe, native_precision, positive
+from specsim.cost.hf_common import Base, base_fields, checkpoint_precision, context_window, mla_moe, positive
 from specsim.cost.hf_families import FAMILIES_2026
 from specsim.cost.model_spec import ModelSpec
 from specsim.errors import SpecsimError
@@ -22,20 +22,21 @@ FAMILIES = tuple(sorted({*_CLASSIC, *FAMILIES_2026, *_WRAPPERS}))
 
 def parse_config(cfg: dict[str, Any], name: str, where: str) -> ModelSpec:
     """ModelSpec from a Hugging Face config.json mapping; errors name the file and the field. The
-    checkpoint's quantization_config becomes the model's native precision."""
+    checkpoint's quantization_config becomes the model's native precision, its (text) config's length and
+    RoPE scaling its context window."""
     family = cfg.get("model_type")
     if family not in FAMILIES:
         archs = cfg.get("architectures")
         named = f" ({', '.join(map(str, archs))})" if isinstance(archs, list) and archs else ""
         raise SpecsimError(f"{where}: model_type {family!r}{named} is not supported; supported: "
                            f"{', '.join(FAMILIES)}")
-    native = native_precision(cfg)
+    quant, outer = cfg.get("quantization_config"), cfg
     if family in _WRAPPERS and (family == "llama4" or "hidden_size" not in cfg):
         require(cfg, "text_config", where, dict)
         tied_outer = bool(cfg.get("tie_word_embeddings", False))
         inner = dict(cfg["text_config"])
         inner.setdefault("tie_word_embeddings", tied_outer)
-        native = native_precision(inner) if "quantization_config" in inner else native
+        quant = inner.get("quantization_config", quant)
         cfg, where = inner, f"{where}: text_config"
         family = str(inner.get("model_type") or family).removesuffix("_text")  # qwen3_5_text, llama4_text
     if family == "nemotron_h" and isinstance(cfg.get("layers_block_type"), list):  # Nemotron-3.5 / Ultra spelling
@@ -45,7 +46,16 @@ def parse_config(cfg: dict[str, Any], name: str, where: str) -> ModelSpec:
     b = base_fields(cfg, where)
     spec = _classic(cfg, name, where, str(family), b) if family in _CLASSIC else \
         FAMILIES_2026[str(family)](cfg, name, where, b)
-    return dataclasses.replace(spec, native_precision=native)
+    native, method = checkpoint_precision(quant, spec, b.layers, where, outer.get("expert_dtype"))
+    return dataclasses.replace(spec, native_precision=native, native_method=method,
+                               checkpoint=str(outer.get("_specsim_source") or ""),
+                               max_context_tokens=context_window(cfg))
+
+
+def decoder_blocks(spec: ModelSpec) -> int:
+    """The decoder's layer count as config.json numbers them (num_hidden_layers): Nemotron-H's blocks are one
+    sublayer each (a mixer or an FFN), every other family's layers hold both."""
+    return spec.n_layers + (spec.n_attention_layers + spec.n_linear_layers if spec.family == "nemotron_h" else 0)
 
 
 def _classic(cfg: dict[str, Any], name: str, where: str, family: str, b: Base) -> ModelSpec:

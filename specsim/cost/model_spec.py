@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.cost.dtypes import Precision, kv_bytes
+from specsim.cost.dtypes import PARTS, Precision, kv_bytes
 from specsim.cost.layout import Layout, as_layout
 from specsim.errors import SpecsimError
 
@@ -97,8 +97,15 @@ class ModelSpec:
     compressed_index_ratio: int = 0
     o_lora_rank: int = 0  # DeepSeek-V4's grouped low-rank output projection: o_groups x o_lora_rank
     o_groups: int = 0
-    # the checkpoint's own weight formats per component (quantization_config): dtypes.Precision's spec
+    # the checkpoint's own weight formats per component (quantization_config): dtypes.Precision's spec, the
+    # method that says so ("modelopt NVFP4", "fp8 block 128x128"; "": no quantization_config), and the Hugging
+    # Face id it was loaded as (a catalogue name: its file's _specsim_source)
     native_precision: str = "bf16"
+    native_method: str = ""
+    checkpoint: str = ""
+    # the longest context (prompt + output) it serves, as vLLM derives max_model_len from config.json
+    # (hf_common.context_window); 0: the config states none
+    max_context_tokens: int = 0
 
     @property
     def is_moe(self) -> bool:
@@ -130,6 +137,40 @@ class ModelSpec:
     def expert_hidden(self) -> int:
         """The width the routed experts read and write (the latent of a latent MoE, else hidden)."""
         return self.moe_latent or self.hidden
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The parts (dtypes.PARTS) whose weight format this model's cost depends on: attention and head always,
+        dense MLPs, routed experts and MTP layers where it has them."""
+        has = {"dense": not self.is_moe or self.n_dense_layers > 0, "experts": self.is_moe, "mtp": self.mtp_layers > 0}
+        return tuple(p for p in PARTS if has.get(p, True))
+
+    def resolve_precision(self, spec: str) -> str:
+        """A weight precision spec with `native` replaced by this checkpoint's own formats, spelt canonically
+        (dtypes.Precision.spec): what ops_core takes (it refuses an unresolved `native`)."""
+        return Precision.parse(spec, self.native_precision).spec
+
+    def precision_label(self, spec: str = "native") -> str:
+        """What a weight precision spec prices on this model, short enough for an 80-column table: the commonest
+        format of its parts, then the parts that differ ("bf16, experts nvfp4"), and for `native` the checkpoint's
+        own method ("bf16, experts nvfp4 (as shipped: modelopt NVFP4)"); at most 76 characters."""
+        p = Precision.parse(spec, self.native_precision)
+        formats = [p.of(part) for part in self.parts]
+        base = max(dict.fromkeys(formats), key=formats.count)
+        text = ", ".join([base] + [f"{part} {f}" for part, f in zip(self.parts, formats, strict=True) if f != base])
+        if str(spec).strip().lower() != "native":
+            return text
+        return f"{text} (as shipped{': ' + self.native_method if self.native_method else ''})"
+
+    def check_context(self, tokens: ArrayLike, what: str = "context") -> None:
+        """SpecsimError when a context of `tokens` (prompt + output, or a KV length; an array: its largest)
+        exceeds the model's window (max_context_tokens, as vLLM refuses a longer max_model_len); nothing to
+        check when the config states no window."""
+        values = np.asarray(tokens, dtype=float)
+        most = float(np.nanmax(values)) if values.size and not np.isnan(values).all() else 0.0
+        if self.max_context_tokens and most > self.max_context_tokens:
+            raise SpecsimError(f"{self.name}: {what} {most:,.0f} tokens exceeds its {self.max_context_tokens:,}-token "
+                               "window")
 
     def check_tp(self, tp: int, where: str = "--tp") -> None:
         """SpecsimError unless tensor parallelism `tp` splits this model as vLLM requires: tp divides the
