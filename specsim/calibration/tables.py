@@ -84,6 +84,8 @@ def load_rows(device: str, framework: str = "vllm", gemm_dtypes: Sequence[str] =
     """The rows the fit and the scores use, from the installed tables (or `df` in the same schema)."""
     from specsim.cost import aiconfigurator as aic
 
+    if df is None:
+        aic.require_tables("fitting to NVIDIA's tables")  # else every family reads as empty (KeyError: 'rows')
     cache: dict[tuple[str, str], pd.DataFrame] = {}
 
     def table(fw: str, family: str) -> pd.DataFrame:

@@ -102,17 +102,19 @@ def import_aiconfigurator_cmd(
     framework: Annotated[list[str] | None, typer.Option(
         "--framework", help="sglang | vllm | trtllm | nccl; repeatable (default: all)")] = None,
     family: Annotated[list[str] | None, typer.Option(
-        "--family", help="gemm | attention | moe | allreduce; repeatable (default: all four)")] = None,
+        "--family", help="gemm | attention | moe | allreduce | mla (MLA decode); repeatable (default: the first four)")
+    ] = None,
     all_versions: Annotated[bool, typer.Option(
         "--all-versions", help="keep every framework version (default: the newest that measured each shape)")] = False,
 ) -> None:
-    """NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".\\[tables]") in the measurement
+    """NVIDIA's measured kernel tables (aiconfigurator-core, pip install -e ".\\[tables]") in the measurement
     schema: GEMM (bf16, fp8, ...), decode and prefill attention, fused MoE, NCCL and custom all-reduce.
 
     Read from the installed package, never copied into this repository; each row names its framework,
     kernel and source file."""
-    from specsim.cost.aiconfigurator import measurements
+    from specsim.cost.aiconfigurator import measurements, require_tables
 
+    require_tables("import aiconfigurator")
     with Outputs() as outs:
         staged = outs.path(output)
         df = measurements(system or None, framework or None, family or None, latest=not all_versions)
@@ -137,7 +139,7 @@ def calibrate_tables(
     ] = "all",
     fmt: Fmt = "table",
 ) -> None:
-    """Fit a profile to NVIDIA's measured kernel tables (aiconfigurator-core, pip install ".\\[tables]"):
+    """Fit a profile to NVIDIA's measured kernel tables (aiconfigurator-core, pip install -e ".\\[tables]"):
     GEMMs, then attention, fused MoE and all-reduce per implementation, each stage on its own rows,
     with half the shapes held out; prints the error per family and band on the held-out shapes and
     writes the profile with its provenance (package version, framework, kernels). The MoE all-to-all
@@ -145,9 +147,11 @@ def calibrate_tables(
     third token count held out (vLLM's and TensorRT-LLM's tables scored as a check)."""
     from specsim.calibration import tables as tab
     from specsim.calibration.writing import write_profile
+    from specsim.cost.aiconfigurator import require_tables
     from specsim.cost.hardware import load_hardware
 
     check_format(fmt)
+    require_tables("calibrate-tables")  # one line naming the extra, before anything is read
     if starts < 1:
         raise SpecsimError(f"--starts must be >= 1, got {starts}")
     if output is None and not score_only:

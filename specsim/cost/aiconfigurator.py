@@ -1,23 +1,28 @@
 """NVIDIA's measured kernel tables (aiconfigurator-core) in the measurement schema (measurements.py).
 
-The data is read from the installed package (``pip install ".[tables]"``: aiconfigurator-core,
+The data is read from the installed package (``pip install -e ".[tables]"``: aiconfigurator-core,
 Apache-2.0, and pyarrow), ``aiconfigurator_core/systems/data/<system>/<family>/<framework>/<version>/
 <table>.parquet``, and never copied anywhere: the package is only *located* (importing it would load
 its Rust extension). Tested against aiconfigurator-core 0.12.0. What the tables hold and how each
 column was pinned down (collector sources, arithmetic) is in the engineering notes
 ``aiconfigurator-tables.md``; the conventions used here:
 
-* ``latency`` is milliseconds per kernel call. GEMM, attention, MoE and TRT-LLM all-reduce are
-  CUDA-graph replays timed with CUDA events; SGLang / vLLM custom all-reduce come as ``*_graph`` and
-  ``*_eager`` variants; NCCL rows are nccl-tests (back-to-back launches, no graph).
+* ``latency`` is milliseconds per kernel call. GEMM (but vLLM's block fp8: eager, ``graph`` False), attention,
+  MoE and TRT-LLM all-reduce are CUDA-graph replays timed with CUDA events; SGLang / vLLM custom all-reduce
+  come as ``*_graph`` and ``*_eager`` variants; NCCL rows are nccl-tests (back-to-back launches, no graph).
 * GEMM is ``y[M,N] = x[M,K] @ W[N,K]^T``: tokens = M, d_in = K, d_out = N. fp8 / fp8_block / nvfp4
   rows include the dynamic activation-quantisation kernel.
 * attention: ``isl`` new tokens per sequence, ``step`` tokens already cached; generation rows have
   isl = 1 and attend to step + 1 keys, context rows have step = 0 (causal prefill, no prefix), so
   q_per_seq = isl and context_len = isl + step. Head counts are per GPU.
 * MoE: ``inter_size`` is the model's per-expert width (d_out here is the per-GPU shard inter/tp),
-  ``num_tokens`` the tokens entering the layer before routing; the time is the expert computation
+  ``num_tokens`` the tokens entering the layer before routing, over every EP rank (the collector routes them over
+  all experts and times rank 0's share: ai-dynamo/aiconfigurator collector/helper.py build_rank0_local_workload,
+  "in WideEP ... each DP rank has num_tokens/ep tokens"); the time is the expert computation
   (routing applied, grouped gate-up GEMM, activation, down GEMM), without router or communication.
+* MLA (``mla`` family, op "mla"): the decode kernel alone (generation_mla_perf: SGLang, TensorRT-LLM; vLLM's MLA
+  tables time the whole module), ``num_heads`` per GPU over DeepSeek-V3's 576-wide latent + rope key, isl = 1
+  attending to step + 1 keys (head_dim = 576, one latent KV head).
 * comm ``message_size`` counts ELEMENTS of the row's dtype: bytes = elements x width.
 
 Each row gets ``framework`` (the directory: sglang | vllm | trtllm | nccl), ``kernel`` (the table's
@@ -32,33 +37,30 @@ attention and MoE rows 1 (the collectors replay one KV cache / one set of expert
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from specsim.cost.aiconfigurator_files import (
+    DEFAULT_FAMILIES,
+    DEVICE_MAP,
+    FAMILIES,
+    FRAMEWORKS,
+    available_systems,
+    data_root,
+    device_name,
+    framework_tables,
+    installed_version,
+    parquet,
+    require_tables,
+    system_name,
+    table_files,
+    version_key,
+)
 from specsim.errors import SpecsimError
-
-#: aiconfigurator system -> specsim profile name; others map to ``name.replace("_", "-")``.
-DEVICE_MAP: dict[str, str] = {
-    "h100_sxm": "h100-sxm", "h100_pcie": "h100-pcie", "h200_sxm": "h200", "a100_sxm": "a100-sxm-80gb",
-    "a100_pcie": "a100-pcie", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300",
-    "l40s": "l40s", "l4": "l4", "rtx_pro_6000_server": "rtx-pro-6000",
-}
-#: specsim family -> (op-family directory, table file) pairs.
-FAMILIES: dict[str, tuple[tuple[str, str], ...]] = {
-    "gemm": (("gemm", "gemm_perf.parquet"),),
-    "attention": (("attention", "generation_attention_perf.parquet"),
-                  ("attention", "context_attention_perf.parquet")),
-    "moe": (("moe", "moe_perf.parquet"),),
-    "allreduce": (("comm", "custom_allreduce_perf.parquet"), ("comm", "nccl_perf.parquet")),
-}
-DEFAULT_FAMILIES = ("gemm", "attention", "moe", "allreduce")
-FRAMEWORKS = ("sglang", "vllm", "trtllm", "nccl")
 
 _DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
            "float32": "fp32", "float": "fp32", "fp8": "fp8", "fp8_block": "fp8_block", "int8": "int8",
@@ -78,118 +80,11 @@ OUTPUT_COLUMNS = (
 
 
 # --------------------------------------------------------------------------------------------------
-# Locating the data
-
-
-def installed_version() -> str | None:
-    """aiconfigurator-core's version, or None when it is not installed."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        return version("aiconfigurator-core")
-    except PackageNotFoundError:
-        return None
-
-
-def data_root(root: str | os.PathLike[str] | None = None) -> Path:
-    """The folder of ``<system>/<family>/<framework>/<version>/*.parquet``: ``root``, else the env
-    variable ``AICONFIGURATOR_DATA_ROOT``, else the installed package's ``systems/data``."""
-    root = root or os.environ.get("AICONFIGURATOR_DATA_ROOT")
-    if root is None:
-        spec = importlib.util.find_spec("aiconfigurator_core")
-        if spec is None or not spec.submodule_search_locations:
-            raise SpecsimError("aiconfigurator-core is not installed: pip install \".[tables]\" "
-                               "(aiconfigurator-core and pyarrow)")
-        root = Path(next(iter(spec.submodule_search_locations))) / "systems" / "data"
-    path = Path(root)
-    if not path.is_dir():
-        raise SpecsimError(f"{path}: no aiconfigurator data folder there")
-    return path
-
-
-def _pq():
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise SpecsimError("reading NVIDIA's tables needs pyarrow: pip install \".[tables]\"") from None
-    return pq
-
-
-def device_name(system: str) -> str:
-    return DEVICE_MAP.get(system, system.replace("_", "-"))
-
-
-def system_name(name: str) -> str:
-    """aiconfigurator system for a specsim profile name (or an aiconfigurator name, unchanged)."""
-    inverse = {v: k for k, v in DEVICE_MAP.items()}
-    return inverse.get(name, name)
-
-
-def available_systems(root: str | os.PathLike[str] | None = None) -> list[str]:
-    """Systems with at least one table (a100_pcie, a30 and l4 ship none in 0.12.0)."""
-    base = data_root(root)
-    return sorted(d.name for d in base.iterdir() if d.is_dir() and any(d.glob("*/*/*/*.parquet")))
-
-
-_VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)(.*)$")
-
-
-def version_key(v: str) -> tuple[tuple[int, ...], tuple[int, int], str]:
-    """Sort key for framework versions: 1.3.0rc10 < 1.3.0rc20 < 1.3.0 < 1.3.0.post1; dev before rc."""
-    m = _VERSION.match(str(v))
-    if not m:
-        return ((), (-1, 0), str(v))
-    release = tuple(int(x) for x in m.group(1).split("."))
-    release = release + (0,) * (4 - len(release))
-    rest = m.group(2).lstrip(".-_").lower()
-    num = re.search(r"(\d+)", rest)
-    n = int(num.group(1)) if num else 0
-    tag = (2, 0) if not rest else (0, n) if rest.startswith("dev") else (3, n) if rest.startswith("post") else (1, n)
-    return (release, tag, rest)
-
-
-def table_files(systems: Sequence[str] | None = None, frameworks: Sequence[str] | None = None,
-                families: Sequence[str] | None = None,
-                root: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """One row per parquet file to read: family, system, table, framework, version, path, relpath."""
-    base = data_root(root)
-    fams = list(families or DEFAULT_FAMILIES)
-    bad = [f for f in fams if f not in FAMILIES]
-    if bad:
-        raise SpecsimError(f"unknown table family {', '.join(bad)} (known: {', '.join(FAMILIES)})")
-    fws = None if frameworks is None else {f.lower() for f in frameworks}
-    if fws is not None and (unknown := fws - set(FRAMEWORKS)):
-        raise SpecsimError(f"unknown framework {', '.join(sorted(unknown))} (known: {', '.join(FRAMEWORKS)})")
-    known = available_systems(base)
-    wanted = [system_name(s) for s in systems] if systems else known
-    missing = [s for s in wanted if s not in known]
-    if missing:
-        raise SpecsimError(f"no aiconfigurator tables for system(s) {', '.join(missing)} "
-                           f"(with tables: {', '.join(known)})")
-    rows = []
-    for fam in fams:
-        for famdir, table in FAMILIES[fam]:
-            for system in wanted:
-                for path in sorted((base / system / famdir).glob(f"*/*/{table}")):
-                    dir_fw, version = path.parts[-3], path.parts[-2]
-                    fw = "nccl" if table.startswith("nccl_perf") else dir_fw.lower()
-                    if fws is not None and fw not in fws:
-                        continue
-                    rows.append({"family": fam, "system": system, "table": table.removesuffix(".parquet"),
-                                 "framework": fw, "dir_framework": dir_fw, "version": version, "path": str(path),
-                                 "relpath": str(path.relative_to(base.parent.parent))})
-    return pd.DataFrame(rows, columns=["family", "system", "table", "framework", "dir_framework", "version",
-                                       "path", "relpath"])
-
-
-# --------------------------------------------------------------------------------------------------
 # One table -> measurement rows
 
 
 def _read(path: str, wanted: Sequence[str]) -> pd.DataFrame:
-    pq = _pq()
+    pq = parquet()
     names = set(pq.read_schema(path).names)
     df = pq.read_table(path, columns=[c for c in wanted if c in names]).to_pandas()
     for c in wanted:
@@ -223,8 +118,12 @@ def _gemm(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
     else:
         single = (rec["framework"] == "vllm") & dtype.isin(["fp8_block", "nvfp4"]).to_numpy()
         sets = np.where(single, 1.0, _BUFFER_SETS.get(rec["framework"], np.nan))
+    # vLLM's block-fp8 GEMMs are timed eagerly (ai-dynamo/aiconfigurator collector/vllm/collect_gemm.py:
+    # use_cuda_graph=gemm_type != "fp8_block"): their 50-280 us hold the host's launch work, not the kernel's time
+    graph = ~((rec["framework"] == "vllm") & (dtype == "fp8_block")).to_numpy()
     return pd.DataFrame({"op": "gemm", "kernel": d["kernel_source"], "dtype": dtype, "tokens": d["m"],
-                         "d_in": d["k"], "d_out": d["n"], "time_ms": d["latency"], "buffer_sets": sets})
+                         "d_in": d["k"], "d_out": d["n"], "time_ms": d["latency"], "buffer_sets": sets,
+                         "graph": graph})
 
 
 def _attention(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
@@ -248,6 +147,15 @@ def _moe(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
                          "n_experts": d["num_experts"], "top_k": d["topk"], "ep": d["moe_ep_size"], "tp": tp,
                          "distribution": d["distribution"].astype(str), "time_ms": d["latency"],
                          "buffer_sets": 1.0})  # one set of expert weights replayed: L2-warm when small
+
+
+def _mla(d: pd.DataFrame, rec: pd.Series) -> pd.DataFrame:
+    isl = d["isl"].astype(float)
+    return pd.DataFrame({"op": "mla", "phase": "generation", "kernel": d["kernel_source"],
+                         "dtype": _dtype(d["mla_dtype"]), "kv_dtype": _dtype(d["kv_cache_dtype"]),
+                         "batch": d["batch_size"], "q_per_seq": isl, "context_len": isl + d["step"].astype(float),
+                         "n_heads": d["num_heads"], "n_kv_heads": 1.0, "head_dim": 576.0, "buffer_sets": 1.0,
+                         "time_ms": d["latency"]})
 
 
 def _elements_to_bytes(elements: pd.Series, dtype: pd.Series) -> pd.Series:
@@ -285,6 +193,8 @@ _CONVERT = {
     "nccl_perf": (("op_name", "kernel_source", "nccl_dtype", "num_gpus", "message_size", "latency"), _nccl),
 }
 _CONVERT["context_attention_perf"] = _CONVERT["generation_attention_perf"]
+_CONVERT["generation_mla_perf"] = (("kernel_source", "mla_dtype", "kv_cache_dtype", "batch_size", "isl", "step",
+                                    "num_heads", "latency"), _mla)
 
 
 def _load(rec: pd.Series, package_version: str) -> pd.DataFrame:
@@ -320,7 +230,7 @@ def import_aiconfigurator(systems: Sequence[str] | None = None, frameworks: Sequ
 
     systems: aiconfigurator names (h100_sxm) or specsim profile names (h100-sxm); None = all with data.
     frameworks: sglang | vllm | trtllm | nccl (nccl-tests all-reduce); None = all.
-    families: gemm | attention | moe | allreduce; None = all four.
+    families: gemm | attention | moe | allreduce | mla; None = the first four (DEFAULT_FAMILIES).
     latest: keep, for every measured key, only the newest framework version that measured it (the
         overlay aiconfigurator itself applies: a version folder may hold only new shapes); repeated
         runs of one key in one file are collapsed to their median either way. Rows a framework folder
@@ -385,7 +295,7 @@ def _a2a_sglang(path: Path, mode: str) -> pd.DataFrame:
     use_fp8=True (payload hidden + hidden/128 x 4 scale + 16 bytes per token copy), LL combine bf16;
     normal mode keeps the "Best dispatch (FP8)" line (fp8) and a bf16 combine, at each SM count
     `dispatch_sms` / `combine_sms` (DeepEP's Buffer.num_sms default is 20)."""
-    d = _pq().read_table(str(path)).to_pandas()
+    d = parquet().read_table(str(path)).to_pandas()
     parts = []
     for phase, dtype in (("dispatch", "fp8"), ("combine", "bf16")):
         col = f"{phase}_avg_t_us" if mode == "ll" else f"{phase}_transmit_us"
@@ -402,7 +312,7 @@ def _a2a_unified(path: Path) -> pd.DataFrame:
     """vLLM's and TensorRT-LLM's moe_a2a_perf: one row per phase; `num_tokens` per rank (the SDK's
     MoEAllToAll looks it up with per-rank token counts), `latency` in microseconds, comm_dtype as
     collected ("default" for vLLM: the collector's unquantised default)."""
-    d = _pq().read_table(str(path)).to_pandas()
+    d = parquet().read_table(str(path)).to_pandas()
     backend = d["comm_backend"].astype(str)
     d = d[backend.isin(list(_A2A_MODES))]
     fw = d["framework"].astype(str).str.lower().map(lambda x: _FW_NAMES.get(x, x))
@@ -483,6 +393,6 @@ def measurements(systems: Sequence[str] | None = None, frameworks: Sequence[str]
 
 
 __all__ = ["ALLTOALL_COLUMNS", "ALLTOALL_TABLES", "DEFAULT_FAMILIES", "DEVICE_MAP", "FAMILIES", "FRAMEWORKS",
-           "OUTPUT_COLUMNS", "alltoall_tables", "available_systems", "data_root", "device_name", "gpus_per_node",
-           "import_aiconfigurator", "installed_version", "measurements", "system_name", "table_files",
-           "version_key"]
+           "OUTPUT_COLUMNS", "alltoall_tables", "available_systems", "data_root", "device_name",
+           "framework_tables", "gpus_per_node", "import_aiconfigurator", "installed_version", "measurements",
+           "parquet", "require_tables", "system_name", "table_files", "version_key"]

@@ -43,7 +43,7 @@ class CostModel(Protocol):
                   dtype: str = "bf16") -> tuple[Array, Array, Array, Array, Array]: ...
 
     def moe_ratio(self, tokens: ArrayLike, hidden: float, inter: float, n_experts: float, top_k: float,
-                  dtype: str, weight_bytes: float) -> Array: ...
+                  dtype: str, weight_bytes: float, ep: float | None = None) -> Array: ...
 
     def moe_fixed(self, routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike) -> Array: ...
 
@@ -81,8 +81,9 @@ class RooflineCostModel:
                                    self.hw, dtype)
 
     def moe_ratio(self, tokens: ArrayLike, hidden: float, inter: float, n_experts: float, top_k: float,
-                  dtype: str, weight_bytes: float) -> Array:
-        """Correction of a fused-MoE layer's roofline time (1: the roofline is the answer)."""
+                  dtype: str, weight_bytes: float, ep: float | None = None) -> Array:
+        """Correction of a fused-MoE layer's roofline time (1: the roofline is the answer); `ep` the layer's
+        expert-parallel degree (its rank holds n_experts / ep experts), None when the caller does not say."""
         return np.ones(np.shape(tokens))
 
     def moe_fixed(self, routing_bytes: ArrayLike, permute_bytes: ArrayLike, active_experts: ArrayLike) -> Array:
@@ -124,12 +125,23 @@ def cost_model(hw: HardwareProfile) -> RooflineCostModel | TableCostModel:
     return RooflineCostModel(hw)
 
 
-def describe(hw: HardwareProfile) -> str:
-    """One line naming the cost model a profile uses (for plan / evaluate / report outputs)."""
-    if hw.cost_model.backend == "table":
-        where = hw.cost_model.measurements or f"aiconfigurator {hw.cost_model.framework} tables"
-        return f"table ({where}; roofline outside the measured shapes)"
-    return "roofline"
+def describe(hw: HardwareProfile, framework: str | None = None) -> str:
+    """One line naming the cost model a profile uses (for plan / evaluate / report outputs), without reading a table:
+    "roofline", or the table model with whose tables (`CostModelChoice.framework`), or why there are none
+    (measured_tables.no_tables: an engine NVIDIA does not measure, a GPU without that framework's tables).
+    `framework`: the profile as an engine of that framework runs it (`HardwareProfile.for_framework`, as
+    engines/passes.py prices it); None: as given. How much of a pass the tables priced: table_coverage.py."""
+    if framework is not None:
+        hw = hw.for_framework(framework)
+    choice = hw.cost_model
+    if choice.backend != "table":
+        return "roofline"
+    from specsim.cost.measured_tables import FRAMEWORK_NAMES, no_tables
+
+    if why := no_tables(hw):
+        return f"table ({why}: roofline throughout)"
+    where = choice.measurements or f"aiconfigurator {FRAMEWORK_NAMES[choice.framework]} tables"
+    return f"table ({where}; roofline outside the measured shapes)"
 
 
 __all__ = ["CostModel", "RooflineCostModel", "cost_model", "describe"]

@@ -245,24 +245,31 @@ class HardwareProfile:
 
     def for_framework(self, framework: str) -> HardwareProfile:
         """The profile as `framework`'s kernels run on this GPU: its fitted efficiencies and in-graph all-reduce
-        where the profile holds them (`frameworks`), else the profile itself. The same object each call (the
-        cost model's memos key on a profile's identity)."""
+        where the profile holds them (`frameworks`), else the profile itself; under the table cost model, that
+        framework's measured tables (framework '' for an engine with none: the roofline, said so). The same object
+        each call (the cost model's memos key on a profile's identity)."""
         kernels = self.frameworks.get(framework)
-        if kernels is None:
+        tables = self.cost_model.backend == "table" and self.cost_model.framework != framework
+        if kernels is None and not tables:
             return self
         # derived profiles live beside the fields (not one: `dataclasses.replace` and `asdict` leave them out)
         derived: dict[str, HardwareProfile] = self.__dict__.setdefault("_derived", {})
         if (hit := derived.get(framework)) is not None:
             return hit
-        ic = self.interconnect
-        impls = {**ic.allreduce_by_implementation}
-        for impl, table in kernels.allreduce_by_implementation.items():
-            impls[impl] = {**impls.get(impl, {}), **table}
-        out = dataclasses.replace(self, efficiency=kernels.efficiency, frameworks={},
-                                  interconnect=dataclasses.replace(ic, allreduce_by_implementation=impls),
-                                  attention_kernel=kernels.attention_kernel or self.attention_kernel,
-                                  gemm_dispatch=self.gemm_dispatch if kernels.gemm_dispatch is None
-                                  else kernels.gemm_dispatch)
+        # not with_cost_model: it reads framework '' as "the profile's default"
+        choice = dataclasses.replace(self.cost_model, framework=framework) if tables else self.cost_model
+        if kernels is None:
+            out = dataclasses.replace(self, cost_model=choice)
+        else:
+            ic = self.interconnect
+            impls = {**ic.allreduce_by_implementation}
+            for impl, table in kernels.allreduce_by_implementation.items():
+                impls[impl] = {**impls.get(impl, {}), **table}
+            out = dataclasses.replace(self, efficiency=kernels.efficiency, frameworks={},
+                                      interconnect=dataclasses.replace(ic, allreduce_by_implementation=impls),
+                                      attention_kernel=kernels.attention_kernel or self.attention_kernel,
+                                      gemm_dispatch=self.gemm_dispatch if kernels.gemm_dispatch is None
+                                      else kernels.gemm_dispatch, cost_model=choice)
         derived[framework] = out
         return out
 

@@ -141,7 +141,7 @@ def _mlp_ops(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:
                  count, 4.0)
     # measured fused-MoE kernels (table cost model) correct the three parts alike, at the layer's monotone
     # envelope over tokens (a layer over more tokens never costs less: table_model.monotone_envelope)
-    ratio = c.cm.moe_ratio(t_, xh, inter, e, k, c.gemm_dtype("experts"), c.weight_bytes("experts"))
+    ratio = c.cm.moe_ratio(t_, xh, inter, e, k, c.gemm_dtype("experts"), c.weight_bytes("experts"), ep=float(lay.ep))
     if c.cm.name == "table":
         def layer_s(tk: Array) -> Array:
             return _moe_layer_s(c, tk, branches * inter, inter)
@@ -175,7 +175,7 @@ def _moe_layer_s(c: Ctx, tokens: Array, up_width: float, inter: float) -> Array:
     down = c.cm.moe_gemm(tokens, rows, local, xh, inter, e / lay.ep, inter, dtype, wb, ACT_BYTES)[0]
     act = moe_routing_bytes(tokens, xh, inter, k, lay.ep, model.gated_mlp, ACT_BYTES)
     fixed = c.cm.moe_fixed(act, tokens * k * xh * ACT_BYTES / lay.ep, local)
-    return (up + down + fixed) * c.cm.moe_ratio(tokens, xh, inter, e, k, dtype, wb)
+    return (up + down + fixed) * c.cm.moe_ratio(tokens, xh, inter, e, k, dtype, wb, ep=float(lay.ep))
 
 
 def _ffn_comm(c: Ctx, cl: Ctx, moe: bool) -> tuple[Array, Array, float]:
