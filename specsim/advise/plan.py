@@ -16,5 +16,5 @@ def plan_scenario(s: Scenario) -> Plan:
             s.traffic is not None or s.arrival is not None):
         from specsim.advise.slo import optimise_slo  # the simulator (and pandas) only where it decides
 
-        p = optimise_slo(s, p)
+        p = optimise_slo(p.scenario, p)  # the scenario as the plan searched it (plan/deploy.py)
     return p

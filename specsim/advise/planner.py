@@ -3,11 +3,11 @@
 - `PlannerCost(target, draft)`: a `StepCost` whose decode step is exactly the planner's step time
   (`plan.evaluate.step_arrays`: draft passes + verification pass + rejection sampler + the engine's host
   work, as `specsim evaluate` and `specsim plan` price it; k = 0 is plain decoding) and whose prefill is
-  one forward pass over the chunk as the engine runs it (`engines.passes.pass_time_s`, batch 1, q = the
-  chunk's tokens, over the mean context those tokens attend to, the convention of the planner's own
-  Little's-law solver, `plan.optimize.solve_concurrency`). Only the step *time* comes from the planner:
-  how many tokens a step emits comes from the simulation's per-request acceptance draws (the workload
-  mix), never from the planner's mean tokens per step.
+  one forward pass over the chunk as the engine runs it (`plan.arrival.prefill_pass_s`, batch 1, q = the
+  chunk's tokens, over the mean context those tokens attend to: the same pass the planner's own
+  Little's-law solver prices a request's prefill by, `plan.arrival.solve_concurrency`). Only the step
+  *time* comes from the planner: how many tokens a step emits comes from the simulation's per-request
+  acceptance draws (the workload mix), never from the planner's mean tokens per step.
 - `kv_capacity_tokens`: the KV cache the memory model leaves (`plan.memory.Memory.kv_capacity`) divided
   by the KV bytes one token costs the target plus the draft, per GPU.
 - `acceptance_mix`: the workload mix as per-position rates for one draft: a workload's own `alphas`, the
@@ -28,8 +28,8 @@ from specsim.acceptance.priors import extend_profile, task_of_dataset
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.drafts.priors import prior_match
-from specsim.engines.passes import pass_time_s
 from specsim.errors import SpecsimError
+from specsim.plan.arrival import prefill_pass_s
 from specsim.plan.candidates import evaluate_draft
 from specsim.plan.schedule import merge_runs, monotone_schedule
 from specsim.scenario.workload import AcceptanceMix, Workload, WorkloadClass
@@ -62,16 +62,9 @@ class PlannerCost:
         return np.asarray(m.step_time_s, dtype=np.float64)
 
     def prefill_s(self, tokens: np.ndarray, mean_context: np.ndarray) -> np.ndarray:
-        """One pass of `tokens` prompt tokens over `mean_context` in the target's layout; 0 for no tokens. Batch 1,
-        but under DP attention the prompts being prefilled spread over the groups as the decodes do (each group's
-        scheduler admits its own requests): dp sequences of tokens / dp each."""
-        t = self.target
-        tok = np.asarray(tokens, dtype=np.float64)
-        ctx = np.maximum(np.asarray(mean_context, dtype=np.float64), 0.0)
-        dp = 1.0 if t.layout is None else float(t.layout.dp)
-        s = pass_time_s(t.engine, t.hardware, t.model, dp, np.maximum(tok / dp, 1.0), ctx, t.par, t.weight_dtype,
-                        t.kv_dtype)
-        return np.asarray(np.where(tok > 0, s, 0.0), dtype=np.float64)
+        """One pass of `tokens` prompt tokens over `mean_context` in the target's layout; 0 for no tokens: the
+        planner's own prefill (`plan.arrival.prefill_pass_s`, which its Little's-law solver prices requests by)."""
+        return prefill_pass_s(self.target, tokens, mean_context)
 
 
 def kv_capacity_tokens(t: Target, d: Draft | None, k: int, context: float) -> int:

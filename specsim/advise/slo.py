@@ -28,6 +28,7 @@ from specsim.advise.traffic import requests_at
 from specsim.drafts.draft import Draft
 from specsim.errors import SpecsimError
 from specsim.plan.result import Plan, ServingBaseline, ServingChoice, ServingTrial, SloBounds
+from specsim.plan.under_policy import under_policy
 from specsim.scenario.scenario import Scenario
 from specsim.scenario.serving import SLO, cost_per_mtok_usd
 from specsim.scenario.traffic import Requests
@@ -116,18 +117,14 @@ def optimise_slo(s: Scenario, analytic: Plan, progress: Callable[[str], None] | 
     chosen = search.cands[best.candidate]
     on = chosen.policy.enabled
     bands = chosen.policy.as_bands(setup.limits.max_num_seqs)
-    slo = s.serving.slo
-    note = (f"SLO by simulation at {rate:g} requests/s ({slo.percentile:g}th percentile TTFT <= "
-            f"{slo.ttft_s * 1e3:g} ms, TPOT <= {slo.tpot_s * 1e3:g} ms): {best.replicas} replica(s) with "
-            f"{chosen.label + ' ' + chosen.policy.label if on else 'plain decoding'} against "
-            f"{baseline.replicas} without speculation; {len(search.cands)} candidates, {len(search.trials)} "
-            "simulations")
-    return dataclasses.replace(
+    decided = dataclasses.replace(
         analytic, method=chosen.draft.method if on else "none", draft_label=chosen.draft.label if on else
         analytic.draft_label, policy=bands, chain_policy=bands, dynamic_profile=None,
         serving=search.choice(best, baseline, rate),
-        notes=(*analytic.notes, note) + (() if best.meets else (
+        notes=analytic.notes + (() if best.meets else (
             f"no candidate meets the SLO even with {best.replicas} replicas: relax it, or shorten prompts/outputs",)))
+    # the table's rows, the gain and the arrival figures follow the policy deployed (one configuration per batch)
+    return under_policy(decided, chosen.draft, bands)
 
 
 class _Search:

@@ -105,8 +105,11 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
         table.add_row(escape(str(key)), escape(fmt_value(value)))
     console = _console()
     console.print(table)
-    if note:
-        console.print(note, style="dim", markup=False)
+    for line in (note or "").splitlines():
+        # wrapped between words; a line with a word wider than the terminal (a prior's id) is left whole, for the
+        # terminal to fold, rather than cut into two words
+        whole = any(len(word) > console.width for word in line.split())
+        console.print(line, style="dim", markup=False, soft_wrap=whole)
 
 
 # A table wider than the terminal is never cut: it is printed in the first of these layouts that fits

@@ -8,8 +8,6 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
-import yaml
-from rich.markup import escape
 
 from specsim.advise.plan import plan_scenario as make_plan
 from specsim.cli._format import (
@@ -19,14 +17,14 @@ from specsim.cli._format import (
     emit_summary,
     parse_float_list,
     parse_int_list,
-    plain,
     working,
 )
 from specsim.cli._options import CostModel, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
-from specsim.plan.summary import config_text, pays_by_draft, plan_dict, plan_markdown, segment_label
+from specsim.plan.summary import plan_dict, plan_markdown
+from specsim.plan.text import answer_lines, detail_lines, wrap
 from specsim.scenario.scenario import load_scenario
 
 
@@ -38,9 +36,15 @@ def plan(
     fmt: Fmt = "table",
     engine_configs: Annotated[Path | None, typer.Option(
         "--engine-configs", help="also write each engine's configuration as DIR/<engine>.json")] = None,
+    details: Annotated[bool, typer.Option(
+        "--details", help="after the answer, every step figure, the acceptance band, the simulations, each "
+        "engine's configuration and the sources behind the answer (table format)")] = False,
 ) -> None:
-    """Best draft and k per load bucket, the policy over batch size, and engine configuration."""
+    """The decision for a scenario: the draft and k (or tree) per load, the policy over batch size and what to
+    run in each engine; --details for everything behind it."""
     check_format(fmt)
+    if details and fmt != "table":
+        raise SpecsimError(f"--details is for the table format: --format {fmt} already holds every detail")
     s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before the spinner
     with working(f"planning {s.name}..."):
         p = make_plan(s)
@@ -57,45 +61,12 @@ def plan(
         emit_records(data["buckets"], "csv")
         return
     con = console()
-    con.print(f"[bold]{escape(data['recommendation'])}[/bold]")
-    view = [{"bucket": r["bucket"], "weight": round(r["weight"], 3), "batch": r["batch"], "context": r["context"],
-             "draft": r["draft"], "config": config_text(r["k"], r.get("topk", 1), r.get("num_draft_tokens")),
-             "tokens/step": round(r["tokens_per_step"], 3), "step ms": round(r["step_ms"], 2),
-             "plain ms": round(r["baseline_step_ms"], 2), "speedup": round(r["speedup"], 3),
-             "tok/s": round(r["throughput_tok_s"]), "ms/token": round(r["ms_per_token"], 3)} for r in data["buckets"]]
-    emit_records(view, "table", f"{data['scenario']}: {data['model']} on {data['tp']}x {data['hardware']} "
-                 f"({data['engine']}), objective {data['objective']}")
-    if p.policy.schedule:
-        con.print(f"policy for {data['draft']} over batch size:", markup=False)
-        for seg in p.policy.schedule:
-            con.print(f"  {segment_label(seg)}", markup=False)
-    if p.pays:
-        con.print("where each draft pays (contexts pooled over the load):", markup=False)
-        for label, where in pays_by_draft(p).items():
-            con.print(f"  {label}: {where}", markup=False)
-    for name, cfg in data["engine_configs"].items():
-        if cfg is None:
-            continue
-        if name == "note":
-            con.print(f"engine configs: {cfg}", markup=False)
-            continue
-        con.print(f"[bold]{escape(name)}[/bold]:")
-        con.print(_indented_yaml(cfg, con.width), markup=False, soft_wrap=True)
-    for note in data["notes"]:
-        con.print(f"[yellow]note:[/yellow] {escape(note)}")
-
-
-def _indented_yaml(cfg: object, width: int) -> str:
-    """An engine config as an indented YAML block within the terminal's width (values never cut): PyYAML
-    breaks a flow collection only after the item that crosses `width`, so it is given room for one item;
-    where even that overflows (a narrow terminal), every collection is written as a block, a key a line."""
-    for flow, room in ((None, 32), (False, 4)):
-        text = yaml.safe_dump(plain(cfg), sort_keys=False, default_flow_style=flow, width=max(20, width - room),
-                              allow_unicode=True)
-        lines = ["  " + line for line in text.rstrip().splitlines()]
-        if max(map(len, lines)) <= width:
-            break
-    return "\n".join(lines)
+    lines = answer_lines(p, data, con.width)
+    lines += detail_lines(p, data, con.width) if details else [
+        "", *wrap("--details: every step figure, the acceptance band, the engine configs and the sources", con.width)]
+    head = len(wrap(data["recommendation"], con.width))
+    for i, line in enumerate(lines):  # wrapped here at spaces: rich neither wraps nor cuts them
+        con.print(line, markup=False, highlight=False, soft_wrap=True, style="bold" if i < head else None)
 
 
 def _write_engine_configs(folder: Path, configs: dict[str, Any]) -> None:

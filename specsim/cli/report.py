@@ -32,6 +32,7 @@ def report(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from specsim.files import check_folder_target
+    from specsim.plan.text import wrap
     from specsim.report.assemble import STEPS  # matplotlib loads only for this command
     from specsim.report.write import OUTPUTS, write_report
     from specsim.scenario.scenario import load_scenario
@@ -56,10 +57,11 @@ def report(
         bar.advance(task)
     seconds = time.perf_counter() - t0
     configs = [f for f in result.files if f.startswith("engine-configs/")]
-    line = (f"{result.recommendation}\nwrote {output}/report.html, report.md, plan.json, "
-            f"{len(result.figures)} figures in {output}/figures/"
-            + (f" and {len(configs)} engine configs in {output}/engine-configs/" if configs else "")
-            + f" ({seconds:.1f} s)")
+    wrote = (f"wrote {output}/report.html, report.md, plan.json, {len(result.figures)} figures in {output}/figures/"
+             + (f" and {len(configs)} engine configs in {output}/engine-configs/" if configs else "")
+             + f" ({seconds:.1f} s)")
+    width = Console(file=sys.stdout).width  # the answer wrapped at spaces for the terminal (a path stands alone)
+    line = "\n".join([*wrap(result.recommendation, width), *wrap(wrote, width)])
     emit_summary(fmt, line, {"recommendation": result.recommendation, "output": str(output),
                              "files": ["report.html", "report.md", "plan.json",
                                        *(f"figures/{f}" for f in result.figures), *result.files],

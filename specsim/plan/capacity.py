@@ -1,7 +1,7 @@
 """Capacity under a latency SLO for arrival-rate loads, and the price of a million tokens.
 
-Built on the planner's own Little's-law solver (optimize.solve_concurrency), so the capacity a
-report quotes is the load at which the plan's latency crosses the SLO.
+Built on the planner's own Little's-law solver (plan.arrival.solve_concurrency, a request's prefill included),
+so the capacity a report quotes is the load at which the plan's latency crosses the SLO.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from specsim.drafts.draft import Draft
-from specsim.plan.arrival import solve_concurrency, time_in_batch_s
+from specsim.plan.arrival import solve_concurrency
 from specsim.scenario.scenario import ArrivalLoad
 from specsim.step.evaluate import Target, fits
 
@@ -24,20 +24,18 @@ class RateCurve(Protocol):
     ms_per_token: np.ndarray
 
 
-def max_rate_rps(curve: RateCurve, slo_ms: float, prefill_s: float, output_tokens: int) -> float:
-    """The highest arrival rate one replica serves at <= slo_ms per token (0 if it never does)."""
+def max_rate_rps(curve: RateCurve, slo_ms: float) -> float:
+    """The highest arrival rate one replica serves at <= slo_ms per token on a Little's-law curve (0 if it never
+    does): linear interpolation between the curve's points around the crossing (the solver refines it,
+    `solver_max_rate`)."""
     ok = curve.ms_per_token <= slo_ms
     if not ok.any():
         return 0.0
     i = int(np.flatnonzero(ok)[-1])
     if i == len(ok) - 1:
         return float(curve.rate_rps[i])  # limited by memory or saturation, not by the SLO
-    # Linear interpolation in concurrency N = rate x (prefill + output x tpot) to tpot = slo.
-    n0 = curve.rate_rps[i] * time_in_batch_s(prefill_s, output_tokens, curve.ms_per_token[i] / 1e3)
-    n1 = curve.rate_rps[i + 1] * time_in_batch_s(prefill_s, output_tokens, curve.ms_per_token[i + 1] / 1e3)
     f = (slo_ms - curve.ms_per_token[i]) / (curve.ms_per_token[i + 1] - curve.ms_per_token[i])
-    n_star = n0 + f * (n1 - n0)
-    return float(n_star / time_in_batch_s(prefill_s, output_tokens, slo_ms / 1e3))
+    return float(curve.rate_rps[i] + f * (curve.rate_rps[i + 1] - curve.rate_rps[i]))
 
 
 def latency_at_rate_ms(t: Target, d: Draft, k: int, a: ArrivalLoad, rate_rps: float) -> float:

@@ -105,18 +105,20 @@ def target_of(s: Scenario) -> Target:
                   layout=getattr(s, "layout", None))
 
 
-def prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) -> list[str]:
-    """The prior's note wherever a prior decided the recommendation: the chosen (or best losing) draft in
-    full, every other prior-based candidate in one line."""
-    notes = []
+def prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) -> tuple[list[str], list[str]]:
+    """(notes, details) wherever a prior decided the recommendation: one short line per prior-based draft (the
+    notes a person reads under the answer) and each draft's acceptance note in full, its prior's id, source, band
+    and how to measure (the details: `plan --details`, the JSON, the report)."""
+    notes, details = [], []
     for d in drafts:
         if not d.acceptance.prior and not d.acceptance.note:
             continue  # measured to the depth planned: nothing to flag
-        if chosen is not None and d.label == chosen.label:
-            notes.append(f"acceptance of {d.label}: {d.acceptance.note}")
-        elif d.acceptance.prior and d.prior is not None:
-            notes.append(f"acceptance of {d.label} is a sourced prior ({d.prior.entry_id}), not a measurement; "
-                         "measure yours before relying on its comparison")
-        elif d.acceptance.note:
-            notes.append(f"acceptance of {d.label}: {d.acceptance.note}")
-    return notes
+        mine = chosen is not None and d.label == chosen.label
+        if d.acceptance.prior:
+            notes.append(f"acceptance of {d.label} is a sourced prior, not a measurement: measure yours before "
+                         + ("relying on it" if mine else "relying on its comparison"))
+        else:
+            notes.append(f"acceptance of {d.label} is measured, and carried past the depth measured by a model")
+        if d.acceptance.note:
+            details.append(f"acceptance of {d.label}: {d.acceptance.note}")
+    return notes, details

@@ -11,6 +11,7 @@ result (the typed answer).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from specsim.plan.arrival import plan_arrival
 from specsim.plan.bands import band_decision
 from specsim.plan.candidates import Evaluated, evaluate_draft, with_depth
 from specsim.plan.decide import bucket_points, decide, objective_total, prior_notes, require_fit, rows_at, target_of
+from specsim.plan.deploy import deployable, tree_bands_note
 from specsim.plan.dynamic_k import vllm_dynamic_profile
 from specsim.plan.result import BucketPlan, Plan
 from specsim.plan.schedule import (
@@ -38,13 +40,15 @@ from specsim.step.policy import Config, Policy
 
 
 def plan(s: Scenario, detail: bool = True) -> Plan:
-    """The analytic plan: the draft, k or tree and the policy over load that the objective prefers.
-    `detail=False` skips what only the full record shows (crossovers, the acceptance band, vLLM's dynamic
-    profile): the report's sensitivity re-plans. (`objective: slo` with serving traffic is then decided by
-    simulation: specsim.advise.plan.)"""
+    """The analytic plan: the draft, k or tree and the policy over load that the objective prefers, among the
+    configurations the scenario's engine deploys (plan/deploy.py). `detail=False` skips what only the full record
+    shows (crossovers, the acceptance band, vLLM's dynamic profile): the report's sensitivity re-plans.
+    (`objective: slo` with serving traffic is then decided by simulation: specsim.advise.plan.)"""
+    s, searched = deployable(s)
     t = target_of(s)
     if s.arrival is not None:
-        return plan_arrival(s, t, detail)
+        p = plan_arrival(s, t, detail)
+        return dataclasses.replace(p, details=(*searched, *p.details))
     batch, ctx, share, owner = bucket_points(s.buckets)
     require_fit(s, t, batch, ctx, [f"bucket {s.buckets[int(o)].name} (batch {int(b)}, context {int(c)})"
                                    for b, c, o in zip(batch, ctx, owner, strict=True)])
@@ -62,16 +66,19 @@ def plan(s: Scenario, detail: bool = True) -> Plan:
     total = objective_total(s, ev, choice, owner, share)
     buckets = tuple(_bucket_plan(b, best, ev, base, choice[i], np.flatnonzero(owner == i), batch, ctx, share)
                     for i, b in enumerate(s.buckets))
+    detail = detail and s.max_k > 0  # speculation off by the scenario's own setting: nothing to weigh
     pays_cross = {d.label: pays_and_crossover(t, d, s) for d in drafts} if detail else {}
     speculating = any(bp.k for bp in buckets)
     band = (band_decision(s, t, drafts, best, choice, batch, ctx, share, owner, base_total, gain(total), speculating)
             if detail else None)
+    notes, details = _notes(s, buckets, drafts, best)
     return Plan(s, best.method if speculating else "none", best.label, buckets, sched.policy,
                 {label: pc[1] for label, pc in pays_cross.items()}, float(gain(total)),
                 {d.label: float(gain(tot)) for d, tot in zip(drafts, dec.totals, strict=True)},
-                None, _notes(s, buckets, drafts, best), band,
+                None, notes, band,
                 vllm_dynamic_profile(t, ev.draft, s, sched.grid, sched.chain_policy) if detail else None,
-                sched.chain_policy, pays={label: pc[0] for label, pc in pays_cross.items()})
+                sched.chain_policy, pays={label: pc[0] for label, pc in pays_cross.items()},
+                details=(*searched, *tree_bands_note(sched.policy), *details))
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,9 @@ def _bucket_plan(b: Bucket, best: Draft, ev: Evaluated, base: Evaluated, c: int,
                       int(cfg.nodes) if cfg.is_tree and cfg.nodes is not None else None)
 
 
-def _notes(s: Scenario, buckets: tuple[BucketPlan, ...], drafts: list[Draft], best: Draft) -> tuple[str, ...]:
+def _notes(s: Scenario, buckets: tuple[BucketPlan, ...], drafts: list[Draft], best: Draft
+           ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(notes, details): what a person must know under the answer, and what stands behind it in full."""
     notes = []
     if s.objective == "slo":
         assert s.slo_ms_per_token is not None
@@ -127,4 +136,5 @@ def _notes(s: Scenario, buckets: tuple[BucketPlan, ...], drafts: list[Draft], be
                              "even with its best configuration: lower its batch (more replicas)")
     if not all(bp.fits for bp in buckets):
         notes.append("some buckets do not fit in memory even without speculation: add GPUs or shorten contexts")
-    return (*notes, *prior_notes(drafts, best))
+    prior, details = prior_notes(drafts, best) if s.max_k > 0 else ([], [])
+    return (*notes, *prior), tuple(details)

@@ -186,6 +186,12 @@ class Plan:
     chain_policy: Policy | None = None  # the best chain-only schedule (engines without trees)
     serving: ServingChoice | None = None  # objective slo with traffic: the choice by simulation
     pays: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # per draft: batch ranges where it pays
+    details: tuple[str, ...] = ()  # what stands behind the answer in full (priors' sources, what was not searched)
+
+    @property
+    def off_by_setting(self) -> bool:
+        """Speculation is off because the scenario says so (max_k: 0), not as a finding."""
+        return self.scenario.max_k <= 0
 
     @property
     def speculates(self) -> bool:

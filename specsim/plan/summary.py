@@ -24,6 +24,11 @@ NAMES = {"none": "no speculation", "draft_model": "a draft model", "ngram": "pro
          "dflash": "DFlash", "dspark": "DSpark"}
 
 
+#: the answer where the scenario itself turns speculation off: its setting, not a finding
+OFF_BY_SETTING = ("Speculation is off by the scenario's own setting (max_k: 0): nothing was searched; raise max_k to "
+                  "plan speculation")
+
+
 def _draft(plan: Plan) -> Any:
     return next((d for d in plan.scenario.drafts if d.label == plan.draft_label), None)
 
@@ -96,6 +101,8 @@ def recommendation(plan: Plan) -> str:
     tail_band = f"; {band}" if band else ""
     if plan.serving is not None:
         return serving_sentence(plan)
+    if plan.off_by_setting:
+        return OFF_BY_SETTING + "."
     if plan.arrival is not None:
         a = plan.arrival
         b = plan.buckets[0]
@@ -148,6 +155,8 @@ def serving_sentence(plan: Plan) -> str:
     if sv.cost_per_mtok_usd is not None and base.cost_per_mtok_usd is not None:
         price = (f"; ${sv.cost_per_mtok_usd:.3f} instead of ${base.cost_per_mtok_usd:.3f} per million output "
                  "tokens")
+    if plan.off_by_setting:
+        return f"{OFF_BY_SETTING}; {gpus(sv.replicas)} meet {bounds} without it (simulated)"
     if not sv.speculates:
         return (f"Do not speculate: {gpus(sv.replicas)} meet {bounds}, and no draft or policy tried needs fewer "
                 "(simulated)")
@@ -204,6 +213,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                                          chain_policy=plan.chain_policy.records() if plan.chain_policy else None,
                                          hopper_fa3=s.hardware.is_hopper),
         "notes": list(plan.notes),
+        "details": list(plan.details),
     }
 
 
@@ -222,10 +232,11 @@ def plan_markdown(plan: Plan) -> str:
                      f"{r['speedup']:.2f} | {r['throughput_tok_s']:,.0f} | {r['ms_per_token']:.2f} |")
     if plan.arrival is not None:
         a = plan.arrival
-        lines += ["", f"Same arrival rate ({a.rate_rps:g} requests/s): {a.ms_per_token:.2f} ms/token at "
-                  f"{a.concurrency:.1f} in flight against {a.baseline_ms_per_token:.2f} at "
-                  f"{a.baseline_concurrency:.1f} without speculation ({a.gain_same_rate:.2f}x); the table's "
-                  f"speedup ({a.speedup_same_batch:.2f}x) compares the same batch."]
+        lines += ["", f"Same arrival rate ({a.rate_rps:g} requests/s, each request's prefill included): "
+                  f"{a.ms_per_token:.2f} ms/token at {a.concurrency:.1f} in flight against "
+                  f"{a.baseline_ms_per_token:.2f} at {a.baseline_concurrency:.1f} without speculation "
+                  f"({a.gain_same_rate:.2f}x); the table is the decode step at the nearest batch (its speedup, "
+                  f"{a.speedup_same_batch:.2f}x, compares the same batch)."]
     band = plan.band
     if band is not None:
         lines += ["", "| acceptance | tokens/step at k = 4 | gain of this policy | optimiser's choice |",
@@ -246,6 +257,6 @@ def plan_markdown(plan: Plan) -> str:
         for t in sv.trials:
             lines.append(f"| {t.draft} | {t.policy} | {t.origin} | {t.replicas} | "
                          f"{'yes' if t.meets_slo else 'no'} | {t.ttft_ms:.0f} | {t.tpot_ms:.1f} |")
-    for note in data["notes"]:
+    for note in (*data["notes"], *data["details"]):
         lines += ["", f"> {note}"]
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specsim.report.context import Ctx, Progress, Section, make_ctx
+from specsim.report.fleet import fleet
 from specsim.report.sections.capacity import capacity_section
 from specsim.report.sections.heatmap import heatmap_section
 from specsim.report.sections.memory import memory_section
@@ -62,7 +63,8 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
         tick(STEPS[6])
         sections.append(memory_section(c))
         tick(STEPS[7])
-        sections.append(capacity_section(c, rm))
+        fl = fleet(c, rm.slo_ms if rm else None, rm.curves if rm else None)
+        sections.append(capacity_section(c, rm, fl))
         tick(STEPS[8])
         serving = None
         if s.traffic is not None:  # else no serving section

@@ -80,8 +80,11 @@ def pooled_arrays(c: Ctx) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_ctx(s: Scenario) -> Ctx:
-    t = target_of(s)
+    """The context of a report on scenario s: the scenario as its plan searched it (`Plan.scenario`: the drafts'
+    trees where the engine runs them, plan/deploy.py), so that every section weighs what the plan chose among."""
     p = make_plan(s)
+    s = p.scenario
+    t = target_of(s)
     data = plan_dict(p)
     pooled: dict[int, float] = {}
     for bp in p.buckets:

@@ -99,31 +99,60 @@ def test_pays_phrase() -> None:
 
 
 def test_policy_lines_show_the_tree_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """A tree band prints its shape, not its depth alone (depth 7 then k = 5 read as k rising with load)."""
+    """A tree band prints its shape, not its depth alone (depth 7 then k = 5 read as k rising with load); SGLang
+    runs a tree per batch band, so its plan has them."""
     path = ROOT / "scenarios" / "chat-llama70b-h100.yaml"
-    data = _plan_json(capsys, str(path))
+    data = _plan_json(capsys, str(path), "-e", "sglang")
     trees = [seg for seg in data["policy"] if seg.get("num_draft_tokens")]
     assert trees
-    code, out, _ = run(capsys, "plan", str(path))
+    code, out, _ = run(capsys, "plan", str(path), "-e", "sglang")
     assert code == 0
+    words = " ".join(out.split())  # the policy sentence wraps at spaces
     seg = trees[0]
     span = str(seg["batch_from"]) if seg["batch_from"] == seg["batch_to"] else f"{seg['batch_from']}-{seg['batch_to']}"
-    assert (f"batch {span}: tree topk {seg['topk']} x {seg['num_draft_tokens']} nodes, depth {seg['k']}"
-            in out)
+    assert f"tree topk {seg['topk']} x {seg['num_draft_tokens']} nodes, depth {seg['k']} at {span}" in words
+
+
+def _whole_at(out: str, width: int, texts: list[str]) -> None:
+    """Every line within `width` (or one word alone: an id longer than the width), and every word of `texts`
+    found whole among the output's words (wrapped at spaces, never cut)."""
+    for line in out.splitlines():
+        assert len(line) <= width or len(line.split()) == 1, line
+    words = set(out.split())
+    for text in texts:
+        for word in text.split():
+            assert word in words, word
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_plan_at_80_columns_cuts_nothing(path: Path, capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_at_80_columns_leads_with_the_answer_and_cuts_nothing(
+        path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plan` prints the decision first in about 30 lines at 80 columns; `--details` adds what stands behind it
+    (engine configs, the priors' sources with their ids); nothing is cut mid-word in either."""
     monkeypatch.setenv("COLUMNS", "80")
+    data = _plan_json(capsys, str(path))
     code, out, err = run(capsys, "plan", str(path))
     assert code == 0, err
     assert "…" not in out
-    assert max(len(line) for line in out.splitlines()) <= 80
-    data = _plan_json(capsys, str(path))
+    lines = out.splitlines()
+    assert len(lines) <= 32, len(lines)
+    assert " ".join(lines[:4]).startswith(data["recommendation"][:60])  # the answer comes first
+    _whole_at(out, 80, [data["recommendation"], *data["notes"]])
     for row in data["buckets"]:
-        assert row["bucket"] in out  # names whole
-        assert f"{row['batch']}" in out
+        assert row["bucket"] in out and f"{row['batch']}" in out  # names whole
+    assert "--speculative-config" not in out and "batch_stats" not in out  # engine dumps: --details
+    code, full, err = run(capsys, "plan", str(path), "--details")
+    assert code == 0, err
+    assert full.startswith(out.rsplit("\n--details", 1)[0].rstrip("\n"))
+    _whole_at(full, 80, [*data["details"], *data["notes"]])
+    for name, cfg in data["engine_configs"].items():
+        if isinstance(cfg, dict):
+            assert f"\n{name}:\n" in full
+
+
+def test_details_only_in_the_table_format(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", str(ANALYTIC[0]), "--details", "-f", "json")
+    assert code == 2 and err.count("\n") == 1 and "--details" in err
 
 
 def test_engine_configs_written_as_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,7 @@ from specsim.errors import SpecsimError
 from specsim.plan import capacity as capacity_mod
 from specsim.plan.decide import target_of
 from specsim.plan.summary import plan_dict
-from specsim.report import assemble, context, write
+from specsim.report import assemble, context, fleet, write
 from specsim.report.html import markdown_to_html
 from specsim.report.sections import capacity, heatmap, policy, sensitivity
 from specsim.scenario.scenario import load_scenario, parse_scenario
@@ -45,10 +45,16 @@ def _report(path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest
     if path.stem not in BUILT:
         out = tmp_path_factory.mktemp("reports") / path.stem
         t0 = time.perf_counter()
-        code, stdout, err = _run(capsys, "report", str(path), "-o", str(out))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("COLUMNS", "80")
+            code, stdout, err = _run(capsys, "report", str(path), "-o", str(out))
         BUILT[path.stem] = (out, time.perf_counter() - t0)
         assert code == 0, err
         assert "wrote" in stdout
+        # the answer at 80 columns, wrapped at spaces: every line fits, or is one word (a long path) alone
+        assert all(len(line) <= 80 or len(line.split()) == 1 for line in stdout.splitlines()), stdout
+        rec = json.loads((out / "plan.json").read_text())["recommendation"]
+        assert " ".join(stdout.split()).startswith(rec)
     return BUILT[path.stem]
 
 
@@ -111,15 +117,13 @@ def test_report_numbers_are_the_plans(path: Path, tmp_path_factory: pytest.TempP
         assert decode < want["baseline_step_ms"]
         verify = want["verify_ms"] if want["k"] else decode
         assert _num(got["verify pass ms"]) == pytest.approx(verify, abs=0.005)
-    # cost per million tokens recomputed from plan.json's throughput
-    if s.arrival is None and s.gpu_hour_usd is not None:
+    # GPU-equivalents recomputed from plan.json's throughput (the cost of a token: test_one_cost_per_configuration)
+    if s.arrival is None:
         head, rows = _table(md, ["bucket", "batch", "tok/s without", "tok/s with"])
         for cells, want in zip(rows, data["buckets"], strict=True):
             got = dict(zip(head, cells, strict=True))
             assert _num(got["tok/s with"]) == pytest.approx(want["throughput_tok_s"], abs=0.5)
             assert _num(got["tok/s without"]) == pytest.approx(want["baseline_throughput_tok_s"], abs=0.5)
-            usd = s.gpu_hour_usd * s.tp / (want["throughput_tok_s"] * 3600) * 1e6
-            assert _num(got["$/M tokens with"]) == pytest.approx(usd, abs=0.0005)
             gpus = s.tp * want["baseline_throughput_tok_s"] / want["throughput_tok_s"]
             assert _num(got["GPUs with"]) == pytest.approx(gpus, abs=0.005)
     # the HTML carries the same recommendation
@@ -259,19 +263,25 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
     assert a is not None and c.plan.arrival is not None and c.draft is not None
     assert rm.slo_ms == pytest.approx(c.plan.arrival.baseline_ms_per_token)
     none = make_draft("none", s.model)
-    estimate = capacity_mod.max_rate_rps(rm.curves[0], rm.slo_ms, rm.prefill_s, a.output_tokens)
+    estimate = capacity_mod.max_rate_rps(rm.curves[0], rm.slo_ms)
     base = capacity_mod.solver_max_rate(c.t, none, 0, a, rm.slo_ms, estimate)
     assert base == pytest.approx(a.rate_rps, rel=0.01)
     for k in (2, 4):
-        est = capacity_mod.max_rate_rps(rm.curves[k], rm.slo_ms, rm.prefill_s, a.output_tokens)
+        est = capacity_mod.max_rate_rps(rm.curves[k], rm.slo_ms)
         cap = capacity_mod.solver_max_rate(c.t, c.draft, k, a, rm.slo_ms, est)
         assert cap > 1.5 * base and cap == pytest.approx(est, rel=0.1)
         assert capacity_mod.latency_at_rate_ms(c.t, c.draft, k, a, cap) <= rm.slo_ms
         assert capacity_mod.latency_at_rate_ms(c.t, c.draft, k, a, cap * 1.01) > rm.slo_ms
-    md = capacity.capacity_section(c, rm).body
+    md = capacity.capacity_section(c, rm, _fleet(c, rm)).body
     _, rows = _table(md, ["", "without speculation"])
     got = {r[0]: r[1:] for r in rows}
     assert _num(got["requests/s one replica serves within the SLO"][0]) == pytest.approx(base, rel=1e-2)
+    # with speculation: the configuration the plan deploys (its k at the scenario's rate), not another k
+    k = c.plan.buckets[0].k
+    deployed = capacity_mod.solver_max_rate(c.t, c.draft, k, a, rm.slo_ms,
+                                            capacity_mod.max_rate_rps(rm.curves[k], rm.slo_ms))
+    assert _num(got["requests/s one replica serves within the SLO"][1]) == pytest.approx(deployed, rel=5e-3)
+    assert f"with speculation ({c.draft.label}, k = {k})" in md
     assert got["GPUs for 0.5 req/s"] == [str(s.tp), str(s.tp)]  # the scenario's own rate: one replica either way
     assert _num(got["GPUs for 4 req/s"][1]) < _num(got["GPUs for 4 req/s"][0])
 
@@ -279,7 +289,7 @@ def test_arrival_capacity_is_on_the_slo_boundary() -> None:
 def test_bucket_cost_over_the_day_is_throughput_weighted() -> None:
     s = load_scenario(next(p for p in SCENARIOS if p.stem == "chat-llama70b-h100"))
     c = context.make_ctx(s)
-    text = capacity.capacity_section(c, None).body
+    text = capacity.capacity_section(c, None, _fleet(c, None)).body
     m = re.search(r"\$([\d.]+) per million output tokens without speculation, \$([\d.]+) with", text)
     assert m is not None
     without, with_ = float(m.group(1)), float(m.group(2))
@@ -293,9 +303,65 @@ def test_no_price_no_dollars() -> None:
     s = parse_scenario({"hardware": "h100-sxm", "model": "llama-3.1-8b", "drafts": ["eagle3"],
                         "load": {"buckets": [{"batch": 8}]}}, "x")
     c = context.make_ctx(s)
-    sec = capacity.capacity_section(c, None)
-    assert "no `gpu_hour_usd`" in sec.body and "$/M" not in sec.body
+    sec = capacity.capacity_section(c, None, _fleet(c, None))
+    assert "no `gpu_hour_usd`" in sec.body and "$/M" not in sec.body and "$0" not in sec.body
     assert sec.figure is not None and len(sec.figure.axes) == 1
+
+
+def _fleet(c: context.Ctx, rm: policy.RateModel | None) -> fleet.Fleet:
+    return fleet.fleet(c, rm.slo_ms if rm else None, rm.curves if rm else None)
+
+
+DOLLARS = re.compile(r"\$(\d[\d,]*\.\d+)")
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_one_capacity_and_one_cost_per_configuration(path: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Every dollar figure of a report (the GPU-hour price aside) is one of two costs per million output tokens,
+    plain decoding's and speculation's, each recomputed here from plan.json: the simulated fleet's for an SLO sized
+    by simulation, the day's mean token rates for load buckets, a replica at its SLO-bound rate (the report's one
+    capacity row) for an arrival rate. The capacity a replica serves is quoted in one row."""
+    out, _ = _report(path, tmp_path_factory, capsys)
+    md = (out / "report.md").read_text()
+    data = json.loads((out / "plan.json").read_text())
+    s = load_scenario(path)
+    found = {float(x.replace(",", "")) for x in DOLLARS.findall(md)}
+    if s.gpu_hour_usd is None:
+        assert not found
+        return
+    price = s.gpu_hour_usd
+
+    def per_mtok(gpus: float, tok_s: float) -> float:
+        return round(gpus * price / 3600 / tok_s * 1e6, 3)
+
+    if data["serving"] is not None:
+        sv = data["serving"]
+        want = {round(sv["baseline"]["cost_per_mtok_usd"], 3), round(sv["cost_per_mtok_usd"], 3)}
+        _, rows = _table(md, ["", "without speculation"])
+        got = {r[0]: r[1:] for r in rows}
+        rate = sv["target_rate_rps"]
+        for cell, replicas in zip(got["requests/s one replica serves within the SLO"],
+                                  (sv["baseline"]["replicas"], sv["replicas"]), strict=True):
+            assert _num(cell) == pytest.approx(rate / replicas, rel=5e-3)  # printed to 3 digits
+    elif s.arrival is not None:
+        _, rows = _table(md, ["", "without speculation"])
+        caps = [r for r in rows if r[0].startswith("requests/s one replica serves")]
+        assert len(caps) == 1
+        want = {per_mtok(s.gpus, _num(x) * s.arrival.output_tokens) for x in caps[0][1:]}
+    else:
+        w = np.array([r["weight"] for r in data["buckets"]])
+        thr = float((w * [r["throughput_tok_s"] for r in data["buckets"]]).sum() / w.sum())
+        base = float((w * [r["baseline_throughput_tok_s"] for r in data["buckets"]]).sum() / w.sum())
+        want = {per_mtok(s.gpus, base), per_mtok(s.gpus, thr)}
+    costs = sorted(found - {price})
+    assert len(costs) == len(want), (costs, want)  # no third figure for either configuration
+    tol = 0.01 if s.arrival is not None and data["serving"] is None else 0.0  # from a capacity printed to 3 digits
+    for x in costs:
+        assert any(x == pytest.approx(y, rel=tol, abs=1.5e-3) for y in want), (x, want)
+    for y in want:
+        assert any(x == pytest.approx(y, rel=tol, abs=1.5e-3) for x in costs), (y, costs)
+    assert md.count("requests/s one replica serves") <= 1
 
 
 def test_markdown_to_html_subset(tmp_path: Path) -> None:

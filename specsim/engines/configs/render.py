@@ -17,6 +17,19 @@ ENGINES: dict[str, Callable[[Speculation], Json]] = {"vllm": vllm_config, "trtll
 #: the methods each engine runs
 ENGINE_METHODS = (VLLM_METHOD, TRTLLM_TYPE, SGLANG_ALGO, ATOM_METHOD)
 
+#: Engines whose configuration runs a different tree shape per batch band: SGLang, one server per band, each with
+#: its own --speculative-eagle-topk / --speculative-num-draft-tokens (sglang.py). vLLM changes only the chain length
+#: with batch (num_speculative_tokens_per_batch_size); its speculative_token_tree is one static tree for every batch,
+#: on the experimental TREE_ATTN backend (vllm.py). TensorRT-LLM likewise (draft_len_schedule; its EAGLE dynamic
+#: tree is one shape: trtllm.py). ATOM drafts chains only (atom.py). Research loops (hf, gpt-fast) draft chains.
+TREE_BAND_ENGINES = ("sglang",)
+
+
+def runs_tree_bands(framework: str) -> bool:
+    """Whether an engine (its framework: vllm, sglang, trtllm, "" for the others) runs a tree per batch band, so a
+    plan for it may choose trees by batch (TREE_BAND_ENGINES)."""
+    return framework in TREE_BAND_ENGINES
+
 
 def _note(bands: Bands) -> str:
     low = bands.on[0]

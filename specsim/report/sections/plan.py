@@ -61,11 +61,6 @@ def plan_section(c: Ctx) -> Section:
         body += [f"Policy for {d['draft']} over batch size (k never rises with load, as engines schedule it; a tree "
                  "is topk x draft nodes verified, k its depth):", "",
                  md_table(["batch from", "batch to", "k", "shape"], rows, "rrrl"), ""]
-    if d["arrival"]:
-        a = d["arrival"]
-        body += [f"At {a['rate_rps']:g} requests/s: {a['concurrency']:.1f} sequences in flight with speculation "
-                 f"({a['ms_per_token']:.2f} ms/token), {a['baseline_concurrency']:.1f} without "
-                 f"({a['baseline_ms_per_token']:.2f} ms/token).", ""]
     body += engine_config_blocks(d["engine_configs"])
     return Section("The plan", "\n".join(body), files=engine_config_files(d["engine_configs"]))
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.drafts.build import make_draft
-from specsim.plan.arrival import prefill_time_s, time_in_batch_s
+from specsim.plan.arrival import decode_tpot_s, prefill_time_s, rate_at_concurrency
 from specsim.report.context import Ctx, Section, md_table
 from specsim.report.figures import policy as fg
 from specsim.step.evaluate import config_metrics, fits
@@ -30,15 +30,17 @@ def rate_model(c: Ctx) -> RateModel:
     assert a is not None and c.plan.arrival is not None
     d = c.draft or s.drafts[0]
     none = make_draft("none", s.model)
-    # As plan.arrival.solve_concurrency: prefill of the prompt, decode at the mean context.
+    # As plan.arrival.solve_concurrency: prefill of the prompt, decode at the mean context, the decode's time per
+    # token stretched by the prompts' share of the GPU at that rate.
     prefill_s = prefill_time_s(t, a.prompt_tokens)
     ctx = a.prompt_tokens + a.output_tokens / 2
     n = np.geomspace(1.0, 4096.0, 400)
     curves = []
     for k in range(s.max_k + 1):
         dd = d if k else none
-        tpot_ms = np.asarray(config_metrics(t, dd, k, n, ctx).ms_per_token, float)
-        rate = n / time_in_batch_s(prefill_s, a.output_tokens, tpot_ms / 1e3)
+        step_ms = np.asarray(config_metrics(t, dd, k, n, ctx).ms_per_token, float)
+        rate = rate_at_concurrency(n, prefill_s, a.output_tokens, step_ms / 1e3)
+        tpot_ms = np.asarray(decode_tpot_s(step_ms, rate, prefill_s), float)
         ok = np.asarray(fits(t, dd, k, n, ctx), bool)
         end = int(np.argmin(ok)) if not ok.all() else len(n)
         end = min(end, int(np.argmax(rate[:end])) + 1) if end else 0  # beyond the peak rate: unstable
@@ -57,9 +59,10 @@ def policy_section(c: Ctx, rm: RateModel | None) -> Section:
         assert s.arrival is not None
         fig = fg.policy_over_load(rm.curves, s.arrival.rate_rps, rm.slo_ms, rm.slo_label, d.label, c.title)
         text = ("A rate-driven load has no day profile: the policy is laid over the arrival rate instead. Each curve "
-                "is the per-token latency at the Little's-law concurrency a rate produces, for one k; speculation "
-                "shortens each request, which lowers the concurrency, which keeps steps cheap. The lowest curve at a "
-                "rate is the best k there; the saw-teeth are GEMM tile steps as the concurrency grows.")
+                "is the per-token latency at the Little's-law concurrency a rate produces, for one k, with every "
+                "request's prefill taking its share of the GPU from the decode steps; speculation shortens each "
+                "request, which lowers the concurrency, which keeps steps cheap. The lowest curve at a rate is the "
+                "best k there; the saw-teeth are GEMM tile steps as the concurrency grows.")
         return Section("The policy over the load", text, fig, "policy_over_load",
                        "Per-token latency against arrival rate for each k")
     segs = []

@@ -25,8 +25,9 @@ from specsim.simulate.cost import StepTable
 from specsim.simulate.sweep import SweepBatch, SweepCase, sweep_many
 from specsim.step.policy import Policy
 
-#: Requests per simulation in the report (the scenario's count when smaller; fewer for long outputs, at most
-#: REPORT_TOKENS output tokens, at least 100): percentiles to a few percent, a report in seconds.
+#: Requests per simulation of the report's rate sweep (the scenario's count when smaller; fewer for long outputs,
+#: at most REPORT_TOKENS output tokens, at least 100): a curve's points to a few percent, in seconds. The scenario's
+#: own window runs its own count, as `specsim simulate` does.
 REPORT_REQUESTS = 1000
 REPORT_TOKENS = 400_000
 #: Requests per hour of the day (a stationary run at that hour's rate).
@@ -38,17 +39,21 @@ FRONTIER_CONCURRENCY = (1, 4, 16, 64, 256)
 
 
 def _setup(c: Ctx) -> Setup | None:
-    s = c.s
-    if s.traffic is None:
+    """The scenario's simulation as it states it (its request count, as `specsim simulate` runs it); None without a
+    `traffic:` section."""
+    if c.s.traffic is None:
         return None
-    base = make_setup(s, analytic=lambda: c.plan)
-    cap = max(100, min(REPORT_REQUESTS, round(REPORT_TOKENS / max(mean_lengths(base.traffic)[1], 1.0))))
-    n = base.traffic.num_requests
-    if base.traffic.duration_s is not None and not isinstance(base.traffic.arrivals, TraceArrivals):
-        n = round(base.traffic.mean_rate_rps * base.traffic.duration_s)
-    if n is not None and n > cap:
-        base = make_setup(s, requests=cap, analytic=lambda: c.plan)
-    return base
+    return make_setup(c.s, analytic=lambda: c.plan)
+
+
+def _sweep_setup(c: Ctx, setup: Setup) -> Setup:
+    """The rate sweep's simulations: the scenario's, capped at REPORT_REQUESTS requests (REPORT_TOKENS output
+    tokens)."""
+    cap = max(100, min(REPORT_REQUESTS, round(REPORT_TOKENS / max(mean_lengths(setup.traffic)[1], 1.0))))
+    n = setup.traffic.num_requests
+    if setup.traffic.duration_s is not None and not isinstance(setup.traffic.arrivals, TraceArrivals):
+        n = round(setup.traffic.mean_rate_rps * setup.traffic.duration_s)
+    return make_setup(c.s, requests=cap, analytic=lambda: c.plan) if n is not None and n > cap else setup
 
 
 def _hour_cases(setup: Setup) -> tuple[np.ndarray, list[SweepCase], StepTable] | None:
@@ -159,6 +164,7 @@ class ServingRuns:
     batch: SweepBatch | None = None
     frontier_at: int = -1  # the index of the concurrency sweep's frame in the batch (-1: none)
     collected: list[pd.DataFrame] = dataclasses.field(default_factory=list)  # the batch's frames, once collected
+    sweep_requests: int | None = None  # requests per point of the rate sweep (None: the scenario's duration)
 
 
 def start_serving(c: Ctx) -> ServingRuns:
@@ -172,8 +178,9 @@ def start_serving(c: Ctx) -> ServingRuns:
         return ServingRuns()
     outcome = run_scenario(setup, compare=True, bins=200)
     rate = float(outcome.requests.mean_rate_rps) if outcome.requests.n > 1 else setup.traffic.mean_rate_rps
-    base = stationary(setup.traffic, rate) if math.isfinite(rate) and rate > 0 else setup.traffic
-    by_rate_setup = dataclasses.replace(setup, traffic=base)
+    sweep = _sweep_setup(c, setup)
+    base = stationary(sweep.traffic, rate) if math.isfinite(rate) and rate > 0 else sweep.traffic
+    by_rate_setup = dataclasses.replace(sweep, traffic=base)
     rates = [rate * m for m in RATE_MULTIPLES]
     batches: list[tuple[list[SweepCase], StepTable | dict[str, StepTable]]] = [sweep_cases(by_rate_setup, rates)]
     hour_cases = _hour_cases(setup)
@@ -185,7 +192,8 @@ def start_serving(c: Ctx) -> ServingRuns:
         batches.append(sweep_cases(setup, concurrencies=clients))
         frontier_at = len(batches) - 1
     batch = SweepBatch(batches, setup.slo, setup.pricing)  # the report's simulations, over the CPUs
-    return ServingRuns(setup, "", outcome, rate, hour_cases, batch, frontier_at)
+    return ServingRuns(setup, "", outcome, rate, hour_cases, batch, frontier_at,
+                       sweep_requests=by_rate_setup.traffic.num_requests)
 
 
 def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
@@ -217,9 +225,6 @@ def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
                                                                for r in outcome.runs)])
     rows.append(["mean decode batch", *(_fmt(r.metrics.mean_decode_batch, 1, 1) for r in outcome.runs)])
     rows.append(["KV capacity (tokens)", *(f"{r.kv_capacity_tokens:,}" for r in outcome.runs)])
-    if setup.pricing is not None:
-        rows.append(["$ per million output tokens", *(_fmt(r.metrics.cost_per_mtok_usd, 1, 3)
-                                                       for r in outcome.runs)])
     slo = setup.slo
     text = [f"The scenario's traffic ({outcome.requests.n:,} requests at {rate:.3g} requests/s, seed {setup.seed}) "
             "run through an iteration-level model of the engine (continuous batching, chunked prefill, KV cache "
@@ -231,14 +236,19 @@ def serving_section(c: Ctx, runs: ServingRuns | None = None) -> Section | None:
         text += [f"Replicas by simulation (objective slo) at {sv.target_rate_rps:g} requests/s: "
                  f"**{sv.replicas} with {sv.draft} {sv.policy}**, {sv.baseline.replicas} without "
                  f"speculation ({len(sv.trials)} simulations over "
-                 f"{len({(t.draft, t.policy) for t in sv.trials})} candidates).", ""]
+                 f"{len({(t.draft, t.policy) for t in sv.trials})} candidates); what that fleet costs is in "
+                 "Capacity and cost.", ""]
+    elif setup.pricing is not None:
+        text += ["This window is one replica at the scenario's own rate; the cost of a token is quoted once, in "
+                 "Capacity and cost.", ""]
     if slo is not None:
         text += [f"SLO: {slo.percentile:g}th-percentile TTFT <= {slo.ttft_s * 1e3:g} ms and TPOT <= "
                  f"{slo.tpot_s * 1e3:g} ms."]
-    after = ("Left: latency percentiles as the same traffic arrives faster or slower (TTFT scaled by 1/10 to share "
-             "the axis). Right: " + ("the mean decode batch in each hour of the day, from a stationary run at that "
-                                     "hour's rate (the bars)." if hours is not None else
-                                     "the decode batch over the simulated window."))
+    per_point = f"{runs.sweep_requests:,} requests a point, " if runs.sweep_requests else ""
+    right = ("the mean decode batch in each hour of the day, from a stationary run at that hour's rate (the bars)."
+             if hours is not None else "the decode batch over the simulated window.")
+    after = ("Left: latency percentiles as the same traffic arrives faster or slower (" + per_point + "TTFT scaled by "
+             "1/10 to share the axis). Right: " + right)
     return Section("Serving simulation", "\n".join(text), fig, "serving",
                    "Latency percentiles against the arrival rate, and the batch over the day", after)
 
