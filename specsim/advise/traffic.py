@@ -86,6 +86,9 @@ def with_size(traffic: Traffic, rate: float | None = None, requests: int | None 
 #: InferenceMAX send 10 x concurrency (shared/validation/SERVING.md: `--num-prompts 10*conc`), at least MIN_PROMPTS.
 PROMPTS_PER_CLIENT = 10
 MIN_PROMPTS = 20
+#: Requests an open-loop load point sends unless told, without a scenario to say: `vllm bench serve --num-prompts`
+#: and `sglang.bench_serving --num-prompts` default to 1,000 (vllm/benchmarks/serve.py, python/sglang/bench_serving.py).
+RATE_PROMPTS = 1000
 
 
 def closed_loop(traffic: Traffic, clients: int, num_prompts: int | None = None) -> Traffic:

@@ -1,5 +1,7 @@
-"""What `specsim simulate` prints and writes: the comparison's JSON record, its tables at 80 columns, the time
-series CSV, and a sweep's tables."""
+"""What `specsim simulate` prints and writes for one comparison: its JSON record, its tables at 80 columns, the
+time series CSV. Its figures are named as the benchmark clients name them (`simulate.client.LABELS`: ms, "median"),
+the same names as a sweep's and a frontier's (simulate_sweeps.py); a CSV or JSON carries the simulator's raw
+figures (seconds) too."""
 
 from __future__ import annotations
 
@@ -11,17 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from specsim.cli._format import (
-    console,
-    emit,
-    markdown_table,
-    plain,
-    print_json,
-    print_rows_table,
-)
+from specsim.cli._format import console, emit, markdown_table, plain, print_json, print_rows_table
 
 if TYPE_CHECKING:
-    from specsim.advise.benchmark import Frontier
     from specsim.advise.simulation import Outcome, Setup
 
 # --- output --------------------------------------------------------------------------------------------
@@ -29,43 +23,41 @@ if TYPE_CHECKING:
 # (the policy, whatever its length, is named on a line of its own above the table), names are short with
 # their units, and a sweep prints one table per draft and policy with two-line headers.
 
-def _ms(x: float) -> float:
-    return x * 1e3
+#: The comparison's rows: figures in the clients' vocabulary (`LABELS`), then the simulation's own.
+ROWS: tuple[str, ...] = (
+    "requests", "completed", "ttft_mean_ms", "ttft_median_ms", "ttft_p90_ms", "ttft_p99_ms", "tpot_mean_ms",
+    "tpot_median_ms", "tpot_p90_ms", "tpot_p99_ms", "itl_median_ms", "itl_p99_ms", "e2e_mean_ms", "e2e_median_ms",
+    "e2e_p99_ms", "queue_p99_ms", "output_tok_s", "request_per_s", "per_user_tok_s", "acceptance_length",
+    "goodput_rps", "slo_attainment_pct", "mean_decode_batch", "mean_waiting", "peak_kv_tokens", "preemptions",
+    "rejected", "cost_per_mtok_usd")
+#: names of the rows that are not the clients' figures
+OWN_LABELS = {"slo_attainment_pct": "SLO attainment (%)", "mean_decode_batch": "mean decode batch",
+              "mean_waiting": "mean waiting", "peak_kv_tokens": "peak KV (tokens)", "preemptions": "preemptions",
+              "rejected": "rejected"}
+COUNTS = ("requests", "completed", "peak_kv_tokens", "preemptions", "rejected")
 
 
-ROWS: tuple[tuple[str, str, Any], ...] = (
-    ("TTFT p50 (ms)", "ttft_s.p50", _ms), ("TTFT p90 (ms)", "ttft_s.p90", _ms), ("TTFT p99 (ms)", "ttft_s.p99", _ms),
-    ("TPOT p50 (ms)", "tpot_s.p50", _ms), ("TPOT p90 (ms)", "tpot_s.p90", _ms), ("TPOT p99 (ms)", "tpot_s.p99", _ms),
-    ("ITL per token p50 (ms)", "itl_token_s.p50", _ms), ("ITL per token p99 (ms)", "itl_token_s.p99", _ms),
-    ("ITL per step p99 (ms)", "itl_step_s.p99", _ms),
-    ("e2e p50 (s)", "e2e_s.p50", None), ("e2e p99 (s)", "e2e_s.p99", None),
-    ("queueing p99 (ms)", "queue_s.p99", _ms),
-    ("output tokens/s", "output_tok_s", None), ("requests/s", "requests_per_s", None),
-    ("goodput (req/s in SLO)", "goodput_rps", None), ("SLO attainment", "slo_attainment", None),
-    ("mean decode batch", "mean_decode_batch", None), ("mean waiting", "mean_waiting", None),
-    ("peak KV (tokens)", "peak_kv_tokens", None), ("tokens per decode step", "tokens_per_decode_step", None),
-    ("preemptions", "preemptions", None), ("rejected", "rejected", None),
-    ("$ per M output tokens", "cost_per_mtok_usd", None),
-)
+def run_values(r: Any, gpus: int, client: str) -> dict[str, Any]:
+    """One run's figures by ROWS' names: the client's (`run_figures`), then the simulation's own."""
+    from specsim.simulate.client import run_figures
+
+    m = r.metrics
+    out: dict[str, Any] = {"requests": m.requests, "completed": m.completed, **run_figures(m, gpus, client)}
+    out["slo_attainment_pct"] = None if m.slo_attainment is None else 100.0 * m.slo_attainment
+    for name in ("goodput_rps", "mean_decode_batch", "mean_waiting", "peak_kv_tokens", "preemptions", "rejected",
+                 "cost_per_mtok_usd"):
+        out[name] = getattr(m, name)
+    return out
 
 
-def _get(m: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        m = getattr(m, part)
-    return m
-
-
-def _value(m: Any, dotted: str, scale: Any) -> float | None:
-    v = _get(m, dotted)
-    if v is None:
+def _number(v: Any) -> float | None:
+    if v is None or isinstance(v, str):
         return None
-    v = float(v)
-    if not math.isfinite(v):
-        return None
-    return scale(v) if scale is not None else v
+    x = float(v)
+    return x if math.isfinite(x) else None
 
 
-def _curve_start_rps(a: Any) -> float:
+def curve_start_rps(a: Any) -> float:
     """A rate curve's rate (requests/s) at the hour its run starts (the simulation's t = 0)."""
     return float(a.rate_at(np.asarray([a.start_hour], dtype=np.float64))[0])
 
@@ -91,26 +83,27 @@ def _open_arrivals(a: Any) -> str:
         return f"gamma gaps (CV {a.cv:g}) at {a.rate_rps:g} requests/s"
     if isinstance(a, RateCurve):
         return (f"rate curve over the day (daily mean {a.mean_rate_rps:.3g} requests/s, gap CV {a.cv:g}) from hour "
-                f"{a.start_hour:g}, where it is {_curve_start_rps(a):.3g} requests/s")
+                f"{a.start_hour:g}, where it is {curve_start_rps(a):.3g} requests/s")
     if isinstance(a, TraceArrivals):
         return f"trace {Path(a.trace.source).name} x{a.speedup:g}"
     return type(a).__name__
 
 
-def outcome_dict(o: Outcome) -> dict[str, Any]:
-    """The JSON record of `specsim simulate --format json`."""
+def outcome_dict(o: Outcome, client: str = "vllm") -> dict[str, Any]:
+    """The JSON record of `specsim simulate --format json`: each run's figures in the clients' vocabulary, then
+    its raw metrics (seconds, as `ServingMetrics` holds them)."""
     from specsim.acceptance.chain import expected_tokens_positional
     from specsim.advise.traffic import mean_lengths
     from specsim.records import to_record
     from specsim.simulate.capacity import Comparison
+    from specsim.simulate.client import itl_definition
 
     st = o.setup
     s = st.scenario
     prompt, output = mean_lengths(st.traffic)
     kmax = max(1, st.policy.max_k)
-    runs = {("on" if r.policy.enabled else "off"): {"policy": r.policy.label,
-                                                    "kv_capacity_tokens": r.kv_capacity_tokens,
-                                                    **to_record(r.metrics)} for r in o.runs}
+    runs = {_run_name(r): {"policy": r.policy.label, "kv_capacity_tokens": r.kv_capacity_tokens,
+                           **run_values(r, st.gpus_per_replica, client), **to_record(r.metrics)} for r in o.runs}
     comparison = None
     if o.off is not None and o.on is not None:
         comparison = to_record(Comparison(o.off.metrics, o.on.metrics).ratios)
@@ -123,11 +116,14 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
     if o.replicas:
         replicas = {"target_rate_rps": o.target_rate_rps,
                     **{("on" if lab != "off" else "off"): to_record(rp) for lab, rp in o.replicas.items()}}
+    d = st.draft
     return plain({
         "scenario": s.name, "hardware": s.hardware.name, "model": s.model.name, "tp": s.tp,
-        "engine": s.engine.name, "draft": st.draft.label if st.policy.enabled else "none",
-        "method": st.draft.method if st.policy.enabled else "none", "policy": st.policy.label,
-        "policy_source": st.policy_source,
+        "priced_weights": s.model.precision_label(s.weight_dtype), "priced_layout": str(s.layout or f"tp {s.tp}"),
+        "engine": s.engine.name, "draft": d.label if st.policy.enabled else "none",
+        "method": d.method if st.policy.enabled else "none", "policy": st.policy.label,
+        "tree": {"topk": d.topk, "num_draft_tokens": d.num_draft_tokens} if d.is_tree and st.policy.enabled else None,
+        "policy_source": st.policy_source, "client": client, "itl_definition": itl_definition(client),
         "traffic": {"arrivals": _describe_arrivals(st), "requests": o.requests.n, "seed": st.seed,
                     "simulated_rate_rps": o.requests.mean_rate_rps if o.requests.n > 1 else None,
                     "mean_prompt_tokens": prompt, "mean_output_tokens": output},
@@ -139,8 +135,16 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
                     "slo": None if slo is None else {"ttft_ms": slo.ttft_s * 1e3, "tpot_ms": slo.tpot_s * 1e3,
                                                      "percentile": slo.percentile},
                     "gpus_per_replica": st.gpus_per_replica, "gpu_hour_usd": s.gpu_hour_usd},
-        "runs": runs, "comparison": comparison, "replicas": replicas, "notes": list(st.notes),
+        "runs": runs, "comparison": comparison, "replicas": replicas, "notes": [*st.notes, *_rejected_notes(o)],
     })
+
+
+def _rejected_notes(o: Outcome) -> list[str]:
+    """A line per run that rejected requests (longer than its KV cache with one step's tokens)."""
+    return [f"{_run_name(r)}: {r.metrics.rejected:,} of {r.metrics.requests:,} requests rejected (prompt + output + "
+            f"one step's tokens exceed the KV cache of {r.kv_capacity_tokens:,} tokens)"
+            + ("; nothing completed, so no latency or throughput" if r.metrics.completed == 0 else "")
+            for r in o.runs if r.metrics.rejected]
 
 
 def _run_name(r: Any) -> str:
@@ -148,32 +152,23 @@ def _run_name(r: Any) -> str:
     return "on" if r.policy.enabled else "off"
 
 
-def _is_count(v: Any) -> bool:
-    return isinstance(v, int | np.integer) and not isinstance(v, bool)
+def _metric_rows(o: Outcome, client: str) -> tuple[list[str], list[list[Any]]]:
+    """The comparison's table: one row per figure (ROWS, named by LABELS), one column per run, and on / off."""
+    from specsim.simulate.client import LABELS
 
-
-def _metric_rows(o: Outcome) -> tuple[list[str], list[list[Any]]]:
-    cols = ["quantity", *(_run_name(r) for r in o.runs)]
-    if o.off is not None and o.on is not None:
-        cols.append("on / off")
+    both = o.off is not None and o.on is not None
+    cols = ["quantity", *(_run_name(r) for r in o.runs), *(["on / off"] if both else [])]
+    values = [run_values(r, o.setup.gpus_per_replica, client) for r in o.runs]
     rows = []
-    for name, dotted, scale in ROWS:
-        vals = [_value(r.metrics, dotted, scale) for r in o.runs]
+    for name in ROWS:
+        vals = [_number(v[name]) for v in values]
         if all(v is None for v in vals):
             continue
-        if dotted == "slo_attainment":
-            vals = [None if v is None else round(100 * v, 2) for v in vals]
-            name = "SLO attainment (%)"
-        ratio = None
-        if len(cols) > len(o.runs) + 1:
+        shown: list[Any] = [None if v is None else f"{round(v):,}" for v in vals] if name in COUNTS else list(vals)
+        row: list[Any] = [OWN_LABELS.get(name) or LABELS[name][1], *shown]
+        if both:
             a, b = vals
-            ratio = None if a is None or b is None or a == 0 else b / a
-        shown: list[Any] = list(vals)
-        if scale is None and all(_is_count(_get(r.metrics, dotted)) for r in o.runs):  # counts: 131,281, not .0
-            shown = [None if v is None else f"{round(v):,}" for v in vals]
-        row: list[Any] = [name, *shown]
-        if len(cols) > len(o.runs) + 1:
-            row.append(ratio)
+            row.append(None if a is None or b is None or a == 0 or name in ("requests", "completed") else b / a)
         rows.append(row)
     return cols, rows
 
@@ -199,58 +194,58 @@ def _head_lines(o: Outcome, data: dict[str, Any]) -> tuple[str, list[str]]:
     then the traffic."""
     st = o.setup
     s = st.scenario
-    head = f"{s.name}: {s.model.name} on {s.where} ({s.engine.name})"
+    head = f"{s.name}: {s.model.name} on {s.where} ({s.engine.name}), weights {s.model.precision_label(s.weight_dtype)}"
     lines = []
     if o.off is not None:
         lines.append("off: no speculation" + (f" (policy from {st.policy_source})" if o.on is None else ""))
     if o.on is not None:
-        lines.append(f"on: {data['draft']}, policy {o.on.policy.label} (from {st.policy_source})")
+        tree = data["tree"]
+        shape = f" (a tree: top-{tree['topk']}, {tree['num_draft_tokens']} nodes)" if tree else ""
+        lines.append(f"on: {data['draft']}{shape}, policy {o.on.policy.label} (from {st.policy_source})")
     rate = data["traffic"]["simulated_rate_rps"]
     lines.append(f"traffic: {o.requests.n:,} requests, {data['traffic']['arrivals']}"
                  + (f"; {rate:.3g} requests/s simulated" if rate else "") + f"; seed {st.seed}")
     return head, lines
 
 
-def emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
-    data = outcome_dict(o)
+def _csv(o: Outcome, data: dict[str, Any], client: str) -> None:
+    """One row per run: what ran, its figures in the clients' vocabulary, its raw metrics, its replicas."""
+    from specsim.simulate.sweep import metrics_row
+
+    records: list[dict[str, Any]] = []
+    for r in o.runs:
+        row = {"policy": r.policy.label, "draft": data["draft"] if r.policy.enabled else "none",
+               "requests": o.requests.n, "completed": r.metrics.completed, "seed": o.setup.seed,
+               "kv_capacity_tokens": r.kv_capacity_tokens, "client": client,
+               **run_values(r, o.setup.gpus_per_replica, client), **metrics_row(r.metrics)}
+        rp = o.replicas.get(r.policy.label)
+        if rp is not None:
+            row.update({"target_rate_rps": rp.target_rate_rps, "replicas": rp.replicas,
+                        "replicas_meet_slo": rp.meets_slo, "replicas_gpus": rp.gpus,
+                        "replicas_cost_per_mtok_usd": rp.cost_per_mtok_usd})
+        records.append(row)
+    emit(pd.DataFrame(records), "csv")
+
+
+def emit_outcome(o: Outcome, fmt: str, timeseries: Path | None, client: str = "vllm") -> None:
+    data = outcome_dict(o, client)
     if fmt == "json":
         print_json(data)
         return
     if fmt == "csv":
-        from specsim.simulate.sweep import metrics_row
-
-        records: list[dict[str, Any]] = []
-        for r in o.runs:
-            row = {"policy": r.policy.label, "draft": data["draft"] if r.policy.enabled else "none",
-                   "requests": o.requests.n, "seed": o.setup.seed, "kv_capacity_tokens": r.kv_capacity_tokens,
-                   **metrics_row(r.metrics)}
-            rp = o.replicas.get(r.policy.label)
-            if rp is not None:
-                row.update({"target_rate_rps": rp.target_rate_rps, "replicas": rp.replicas,
-                            "replicas_meet_slo": rp.meets_slo, "replicas_gpus": rp.gpus,
-                            "replicas_cost_per_mtok_usd": rp.cost_per_mtok_usd})
-            records.append(row)
-        emit(pd.DataFrame(records), "csv")
+        _csv(o, data, client)
         return
-    st = o.setup
     head, top = _head_lines(o, data)
-    cols, rows = _metric_rows(o)
+    cols, rows = _metric_rows(o, client)
     title = "speculation off and on" if len(o.runs) > 1 else "simulation"
     rep_title = f"replicas for {o.target_rate_rps or 0:g} requests/s"  # narrower than its table: not wrapped
-    lines: list[str] = []
-    acc = ", ".join(f"{c['workload']} {c['share']:.0%}: {c['tokens_per_step']:.2f} tokens/step at k = "
-                    f"{max(1, st.policy.max_k)}" for c in data["acceptance"]) if st.policy.enabled else ""
-    kv = ", ".join(f"{_run_name(r)} {r.kv_capacity_tokens:,}" for r in o.runs)
-    lines.append(f"KV capacity (tokens, {data['serving']['kv_source']}): {kv}")
-    if acc:
-        lines.append(f"acceptance per request: {acc}")
-    if timeseries is not None:
-        lines.append(f"wrote {timeseries}: batch, running, waiting and KV tokens over time per policy")
+    lines = _tail_lines(o, data, timeseries)
+    notes = data["notes"]
     if fmt == "markdown":
         out = [f"**{head}**", "", *(line + "  " for line in top), "", markdown_table(cols, rows)]
         if o.replicas:
             out += [f"{rep_title[0].upper()}{rep_title[1:]}:", "", markdown_table(*_replica_rows(o))]
-        out += [line + "  " for line in lines] + [f"> {n}" for n in st.notes]
+        out += [line + "  " for line in lines] + [f"> {n}" for n in notes]
         sys.stdout.write("\n".join(out) + "\n")
         return
     con = console()
@@ -262,8 +257,25 @@ def emit_outcome(o: Outcome, fmt: str, timeseries: Path | None) -> None:
         print_rows_table(rep_title, *_replica_rows(o))
     for line in lines:
         con.print(line, markup=False)
-    for note in st.notes:
+    for note in notes:
         con.print(f"note: {note}", style="yellow", markup=False)
+
+
+def _tail_lines(o: Outcome, data: dict[str, Any], timeseries: Path | None) -> list[str]:
+    """The lines under the table: KV capacity, acceptance per request, what ITL is, the file written."""
+    st = o.setup
+    depth = "depth" if st.draft.is_tree else "k"
+    acc = ", ".join(f"{c['workload']} {c['share']:.0%}: {c['tokens_per_step']:.2f} tokens/step at {depth} = "
+                    f"{max(1, st.policy.max_k)}" for c in data["acceptance"]) if st.policy.enabled else ""
+    kv = ", ".join(f"{_run_name(r)} {r.kv_capacity_tokens:,}" for r in o.runs)
+    itl = "per streamed chunk" if data["itl_definition"] == "chunk" else "per token (a chunk's gap / its tokens)"
+    lines = [f"KV capacity (tokens, {data['serving']['kv_source']}): {kv}"]
+    if acc:
+        lines.append(f"acceptance per request: {acc}")
+    lines.append(f"measured as the {data['client']} client does: ITL {itl}; TPOT excludes the first token")
+    if timeseries is not None:
+        lines.append(f"wrote {timeseries}: batch, running, waiting and KV tokens over time per policy")
+    return lines
 
 
 def timeseries_frame(o: Outcome) -> pd.DataFrame:
@@ -278,21 +290,9 @@ def timeseries_frame(o: Outcome) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-# A sweep's table columns: (frame column, scale, header at the terminal (two lines), header in Markdown).
-# "arrived" is not a frame column: the mean arrival rate of the requests each rate simulated (`_arrived`).
-SWEEP_COLUMNS: tuple[tuple[str, float, str, str], ...] = (
-    ("rate_rps", 1.0, "rate\nreq/s", "rate (req/s)"),
-    ("arrived", 1.0, "arrived\nreq/s", "arrived (req/s)"),
-    ("ttft_p99_s", 1e3, "TTFT\np99 ms", "TTFT p99 (ms)"),
-    ("tpot_p50_s", 1e3, "TPOT\np50 ms", "TPOT p50 (ms)"),
-    ("tpot_p99_s", 1e3, "TPOT\np99 ms", "TPOT p99 (ms)"),
-    ("output_tok_s", 1.0, "output\ntok/s", "output (tokens/s)"),
-    ("goodput_rps", 1.0, "goodput\nreq/s", "goodput (req/s in SLO)"),
-    ("cost_per_mtok_usd", 1.0, "$ per M\ntokens", "$ per M output tokens"),
-)
 
 
-def _sig(v: Any, digits: int = 4) -> str | None:
+def sig(v: Any, digits: int = 4) -> str | None:
     """A number to `digits` significant figures (at least its integer part, thousands separated); None for a
     missing one."""
     if v is None:
@@ -306,197 +306,3 @@ def _sig(v: Any, digits: int = 4) -> str | None:
     return f"{x:,.{decimals}f}"
 
 
-def _rate_axis(rates: list[float] | None) -> list[float | None]:
-    """The swept rates, or [None]: the traffic's own (as `run.sweep_cases`)."""
-    return list(rates) if rates else [None]
-
-
-def _rate_of(setup: Setup, rate: float | None) -> tuple[float, Any]:
-    """(the rate a sweep's row is labelled with, the traffic it simulated): as `simulation.sweep_cases` builds
-    them (a swept rate runs steady: `advise.traffic.stationary`)."""
-    from specsim.advise.traffic import stationary
-
-    traffic = setup.traffic if rate is None else stationary(setup.traffic, rate)
-    return float(traffic.mean_rate_rps if rate is None else rate), traffic
-
-
-def _arrived(setup: Setup, rates: list[float] | None) -> dict[float, float | None]:
-    """The mean arrival rate of the requests each swept rate simulated (the same seeded requests the sweep
-    generated), by the rate its rows carry."""
-    from specsim.scenario.traffic import generate_requests
-
-    out: dict[float, float | None] = {}
-    for rate in _rate_axis(rates):
-        label, traffic = _rate_of(setup, rate)
-        req = generate_requests(traffic, setup.seed)
-        out[label] = req.mean_rate_rps if req.n > 1 else None
-    return out
-
-
-def _rate_notes(setup: Setup, rates: list[float] | None) -> list[str]:
-    """What the rate column means for this traffic, and what 'arrived' is: a swept rate runs steady
-    (`stationary`: a rate curve becomes gamma gaps of its CV at that mean rate, not the day's curve from its
-    start hour)."""
-    from specsim.scenario.traffic import Gamma, Poisson, RateCurve, TraceArrivals
-
-    a = setup.traffic.arrivals
-    arrived = "arrived: the mean arrival rate of the requests simulated at that rate"
-    if isinstance(a, RateCurve) and rates:
-        return [f"rate: each rate runs steady, with the gaps of the scenario's rate curve (gamma, CV {a.cv:g}) at "
-                f"that mean rate; the curve over the day (from hour {a.start_hour:g}, where it is "
-                f"{_curve_start_rps(a):.3g} requests/s) is what a run without --sweep-rates replays.", arrived]
-    if isinstance(a, RateCurve):
-        return [f"rate: the daily mean of the scenario's rate curve; the run starts at hour {a.start_hour:g}, "
-                f"where it is {_curve_start_rps(a):.3g} requests/s, and follows the curve from there.", arrived]
-    if isinstance(a, Poisson):
-        what = "the mean arrival rate (Poisson arrivals)"
-    elif isinstance(a, Gamma):
-        what = f"the mean arrival rate (gamma gaps, CV {a.cv:g})"
-    elif isinstance(a, TraceArrivals):
-        what = (f"the trace {Path(a.trace.source).name} sped up to this mean rate over the whole trace "
-                f"(its own: {a.trace.mean_rate_rps:.3g} requests/s)")
-    else:
-        what = "the mean arrival rate"
-    return [f"rate: {what}", arrived]
-
-
-def _sweep_groups(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The sweep's rows by draft and policy, in the order they first appear: (title, rows)."""
-    keys = list(dict.fromkeys(zip(frame["draft"], frame["policy"], strict=True)))
-    out = []
-    for draft, pol in keys:
-        part = frame[(frame["draft"] == draft) & (frame["policy"] == pol)]
-        out.append(("off (no speculation)" if pol == "off" else f"{draft}, policy {pol}", part))
-    return out
-
-
-def emit_sweep(setup: Setup, frame: pd.DataFrame, fmt: str, rates: list[float] | None) -> None:
-    if fmt in ("csv", "json"):
-        emit(frame, fmt)
-        return
-    view = frame.copy()
-    arrived = _arrived(setup, rates)
-    view["arrived"] = [arrived.get(float(r)) for r in view["rate_rps"]]
-    shown = [c for c in SWEEP_COLUMNS if c[0] in view.columns and view[c[0]].notna().any()]
-    s = setup.scenario
-    n = setup.traffic.num_requests
-    title = (f"{s.name}: {len(frame)} simulations, {f'{n:,}' if n else 'all'} requests each, seed "
-             f"{setup.seed}")
-    notes = _rate_notes(setup, rates)
-    if fmt == "markdown":
-        cols = [shown[0][3], "draft", "policy", *(c[3] for c in shown[1:])]
-        rows = [[r[shown[0][0]], r["draft"], r["policy"], *(_scaled(r[c[0]], c[1]) for c in shown[1:])]
-                for _, r in view.iterrows()]
-        sys.stdout.write(f"**{title}**\n\n" + markdown_table(cols, rows, text_columns=3) + "\n"
-                         + "".join(f"{line}  \n" for line in notes))
-        return
-    con = console()
-    con.print(title, style="bold", markup=False)
-    for name, part in _sweep_groups(view):
-        rows = [[_sig(_scaled(r[c[0]], c[1])) if c[0] != "rate_rps" else f"{float(r[c[0]]):g}" for c in shown]
-                for _, r in part.iterrows()]
-        print_rows_table(name, [c[2] for c in shown], rows, text_columns=0)
-    for line in notes:
-        con.print(line, markup=False)
-
-
-def _scaled(v: Any, scale: float) -> float | None:
-    if v is None:
-        return None
-    x = float(v)
-    return x * scale if math.isfinite(x) else None
-
-
-# --- a load sweep read as the frontier (specsim/advise/benchmark.py) ------------------------------------------
-
-FRONTIER_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("output_tok_s_per_gpu", "tok/s per GPU"), ("per_user_tok_s", "tok/s per user"),
-    ("tpot_mean_ms", "TPOT mean (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"), ("ttft_mean_ms", "TTFT mean (ms)"),
-    ("acceptance_length", "accept length"), ("throughput_ratio", "x off"))
-
-
-def _frontier_title(setup: Setup, f: Frontier) -> str:
-    s = setup.scenario
-    prompt, output = (setup.traffic.prompt, setup.traffic.output)
-    lengths = f"{_length_text(prompt)} in / {_length_text(output)} out"
-    return (f"{s.model.name} on {setup.gpus_per_replica}x {s.hardware.name} ({s.engine.name}), {lengths}, "
-            f"{'closed-loop clients' if f.load == 'concurrency' else 'open loop'}, measured as the {f.client} "
-            f"client does")
-
-
-def _length_text(dist: Any) -> str:
-    from specsim.scenario.traffic import Fixed, Uniform
-
-    if isinstance(dist, Fixed):
-        return f"{dist.tokens:,}"
-    if isinstance(dist, Uniform):
-        return f"{dist.low:,}-{dist.high:,}"
-    return f"mean {dist.mean_tokens:,.0f}" if dist is not None else "trace"
-
-
-def _frontier_lines(f: Frontier) -> list[str]:
-    unit = f.load
-    lines = []
-    for name, at in f.crossovers.items():
-        lines.append(f"{name}: " + ("still pays at the largest " + unit if at is None else
-                                    f"stops paying at {unit} {at:g}"))
-    parts = []
-    for c in f.choices:
-        span = f"{c.load_from:g}" if c.load_from == c.load_to else f"{c.load_from:g}-{c.load_to:g}"
-        parts.append(f"{span}: {c.configuration}" + (f" ({c.gain:.2f}x)" if c.configuration != "off" else ""))
-    lines.append(f"recommended by {unit}: " + "; ".join(parts))
-    if f.configs:
-        lines.append("engine configuration for it: -f json (engine_configs)" if "vllm" in f.configs else
-                     f"engine configuration: {f.configs.get('note')}")
-    itl = f.rows["itl_definition"].iloc[0] if len(f.rows) else "chunk"
-    lines.append(f"ITL per {'streamed chunk' if itl == 'chunk' else 'token (chunk gap / its tokens)'}, as the "
-                 f"{f.client} client reports it; TPOT excludes the first token; interactivity = 1000 / median TPOT")
-    lines += [f"acceptance: {src}" for src in f.acceptance_sources]
-    return lines
-
-
-def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None, notes: list[str] | None = None) -> None:
-    """A load sweep as benchmarks report it: one row per (configuration, load point), the crossovers, the
-    recommendation; --plot draws the frontier."""
-    rows = f.rows
-    if plot is not None:
-        from specsim.files import Outputs
-        from specsim.report.figures.frontier import frontier as draw
-        from specsim.report.figures.saving import save_png
-
-        with Outputs() as outs:
-            save_png(draw(f.rows, f.load, f.crossovers, setup.scenario.model.name), str(outs.path(plot, "--plot")))
-    title = _frontier_title(setup, f)
-    if fmt == "csv":
-        emit(rows, "csv")
-        return
-    lines = _frontier_lines(f)
-    if plot is not None:
-        lines.append(f"wrote {plot}: output tokens/s per GPU against tokens/s per user, one curve per configuration")
-    if fmt == "json":
-        print_json({"title": title, "load": f.load, "client": f.client, "gpus_per_replica": f.gpus,
-                    "rows": plain(rows.to_dict(orient="records")),
-                    "crossovers": f.crossovers,
-                    "recommendation": [{"from": c.load_from, "to": c.load_to, "configuration": c.configuration,
-                                        "gain": c.gain} for c in f.choices],
-                    "engine_configs": f.configs, "acceptance_sources": list(f.acceptance_sources),
-                    "notes": [*setup.notes, *(notes or [])]})
-        return
-    groups = [(name, rows[rows["configuration"] == name]) for name in dict.fromkeys(rows["configuration"])]
-    heads = [f.load if f.load == "concurrency" else "rate (req/s)", *(c[1] for c in FRONTIER_COLUMNS)]
-    if fmt == "markdown":
-        out = [f"**{title}**", ""]
-        for name, part in groups:
-            table = [[f"{float(r[f.load]):g}", *(_sig(r[c]) for c, _ in FRONTIER_COLUMNS)] for _, r in part.iterrows()]
-            out += [f"*{name}*", "", markdown_table(heads, table, text_columns=1)]
-        sys.stdout.write("\n".join(out) + "\n" + "".join(f"{line}  \n" for line in lines))
-        return
-    con = console()
-    con.print(title, style="bold", markup=False)
-    for name, part in groups:
-        table = [[f"{float(r[f.load]):g}", *(_sig(r[c]) for c, _ in FRONTIER_COLUMNS)] for _, r in part.iterrows()]
-        print_rows_table("speculation off" if name == "off" else name, heads, table, text_columns=0)
-    for line in lines:
-        con.print(line, markup=False)
-    for note in [*setup.notes, *(notes or [])]:
-        con.print(f"note: {note}", style="yellow", markup=False)

@@ -6,6 +6,8 @@ Cost per million output tokens = GPUs x price per GPU-hour / 3600 / (output toke
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,12 +28,17 @@ def _int_at_least(name: str, value: Any, lo: int) -> None:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Scheduler limits (vLLM names), the KV capacity in tokens (from the memory model) and the policy."""
+    """Scheduler limits (vLLM names), the KV capacity in tokens (from the memory model) and the policy.
+
+    `verify_tokens` describes a draft tree: the tokens each decoding sequence feeds the verification pass at
+    depth k (index k = 0..the policy's deepest; 1 + the tree's nodes, `Draft.verify_tokens_per_seq`); None is a
+    chain, k + 1. A decoding sequence takes that many tokens of the budget and KV slots for them."""
 
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     kv_capacity_tokens: int = 1_000_000
     policy: Policy = field(default_factory=Policy)
+    verify_tokens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         _int_at_least("max_num_seqs", self.max_num_seqs, 1)
@@ -40,16 +47,40 @@ class EngineConfig:
         if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM SchedulerConfig enforces the same
             raise SpecsimError(f"serving: max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= "
                                f"max_num_seqs ({self.max_num_seqs})")
+        q = self.verify_tokens
+        if q is not None and (len(q) <= self.policy.max_k or q[0] != 1 or any(b < a for a, b in itertools.pairwise(q))):
+            raise SpecsimError(f"serving: verify_tokens must start at 1, not decrease and reach k = "
+                               f"{self.policy.max_k}, got {list(q)}")
 
     def k_by_batch(self) -> IntArray:
-        """The k each decode batch 0..max_num_seqs runs at: the policy's, cut so batch x (k+1) fits the budget."""
+        """The k each decode batch 0..max_num_seqs runs at: the policy's, cut so batch x (k+1) fits the budget
+        (vLLM truncates the speculative tokens that do not fit). A tree's shape is fixed when the engine starts
+        (SGLang's --speculative-num-steps / -eagle-topk / -num-draft-tokens): a batch whose tree does not fit the
+        budget decodes without speculation."""
         k = self.policy.k_table(self.max_num_seqs)
         b = np.arange(len(k))
+        if self.verify_tokens is not None:
+            q = np.asarray(self.verify_tokens, dtype=np.int64)[k]
+            return np.asarray(np.where(b * q <= self.max_num_batched_tokens, k, 0), dtype=np.int64)
         fit = self.max_num_batched_tokens // np.maximum(b, 1) - 1
         return np.asarray(np.maximum(np.minimum(k, fit), 0), dtype=np.int64)
 
+    def verify_by_batch(self) -> IntArray:
+        """Tokens each decoding sequence takes of the budget and the KV cache at each decode batch: k + 1 for a
+        chain, 1 + the tree's nodes for a tree (`verify_tokens`)."""
+        k = self.k_by_batch()
+        if self.verify_tokens is None:
+            return np.asarray(k + 1, dtype=np.int64)
+        return np.asarray(np.asarray(self.verify_tokens, dtype=np.int64)[k], dtype=np.int64)
+
+    @property
+    def max_verify_tokens(self) -> int:
+        """The most tokens one decoding sequence can take in a step (at the policy's deepest k)."""
+        k = self.policy.max_k
+        return k + 1 if self.verify_tokens is None else int(self.verify_tokens[k])
+
     def with_policy(self, policy: Policy) -> EngineConfig:
-        return EngineConfig(self.max_num_seqs, self.max_num_batched_tokens, self.kv_capacity_tokens, policy)
+        return dataclasses.replace(self, policy=policy)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,13 @@ For a chain of k drafted tokens the number accepted A satisfies P(A >= i) = prod
 i <= k (Leviathan et al. 2023, sec. 3.4 with position-dependent rates; Li et al. 2024, EAGLE-2), so with
 one uniform u per request and step, A = #{i <= k : u < prod_{j<=i} alpha_j}. A decode step emits 1 + A
 tokens (the verified prefix plus the target's own token).
+
+A draft tree is sampled the same way, from the survival of its accepted depth: siblings at one depth are
+mutually exclusive, so P(accepted depth >= d) = sum of the path probabilities of the tree's nodes at depth d
+(Sequoia, Chen et al. 2024; trees.py's convention), and its conditional rates are S_d / S_(d-1). The tree is
+EAGLE-2's for the class's own chain rates (`Draft.tree`: sibling ranks by the hazard model, the `nodes` best
+candidates of a depth-`depth`, top-`topk` expansion), so 1 + sum_d S_d is the tree's expected tokens per step
+(`Draft.tokens_per_step`) for each class.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.acceptance.priors import task_of_dataset
+from specsim.acceptance.sibling_probs import sibling_probs_hazard
+from specsim.acceptance.tree_shapes import eagle2_tree
 from specsim.errors import SpecsimError
 
 FloatArray = npt.NDArray[np.float64]
@@ -98,11 +107,29 @@ class AcceptanceMix:
         out: FloatArray = self.survival(k).sum(axis=1)
         return out
 
+    def as_tree(self, topk: int, depth: int, nodes: int) -> AcceptanceMix:
+        """The mix drafting an EAGLE-2 tree of `nodes` nodes, `depth` deep, `topk` wide per level (module
+        docstring): each class's conditional rates of its accepted depth, zero past the tree's depth."""
+        return AcceptanceMix(tuple(WorkloadClass(c.name, c.share, tree_rates(c.conditional(depth), topk, depth, nodes))
+                                   for c in self.classes))
+
     def assign(self, n: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         """A class index for each of n requests, drawn by the shares."""
         if len(self.classes) == 1:
             return np.zeros(n, dtype=np.int64)
         return np.searchsorted(np.cumsum(self.shares)[:-1], rng.random(n), side="right").astype(np.int64)
+
+
+def tree_rates(rates: FloatArray, topk: int, depth: int, nodes: int) -> tuple[float, ...]:
+    """Conditional rates S_d / S_(d-1) of the accepted depth of the EAGLE-2 tree built from chain `rates` (module
+    docstring), d = 1..depth, then a 0 (nothing is accepted past the tree)."""
+    probs = sibling_probs_hazard(np.clip(np.asarray(rates, dtype=np.float64)[:depth], 0.0, 1.0), topk)
+    tree = eagle2_tree(probs, topk, depth, nodes)
+    survival = np.bincount(tree.depths - 1, weights=tree.path_probabilities(probs), minlength=depth)[:depth]
+    before = np.concatenate([[1.0], survival[:-1]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cond = np.where(before > 0, survival / before, 0.0)
+    return (*(float(x) for x in np.clip(cond, 0.0, 1.0)), 0.0)
 
 
 def sample_accepted(u: FloatArray, survival_rows: FloatArray, k: int) -> npt.NDArray[np.int64]:

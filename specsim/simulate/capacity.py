@@ -28,9 +28,9 @@ def table_for(cost: StepCost, engines: list[EngineConfig], requests: list[Reques
     if isinstance(cost, StepTable):
         return cost
     rows = rows_of([e.k_by_batch() for e in engines])
-    kmax = max(e.policy.max_k for e in engines)
+    step = max(e.max_verify_tokens for e in engines)  # one step's tokens past the longest request: k + 1 (a chain)
     longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
-    return StepTable.build(cost, max(e.max_num_seqs for e in engines), rows, longest + kmax + 1,
+    return StepTable.build(cost, max(e.max_num_seqs for e in engines), rows, longest + step,
                            max(e.max_num_batched_tokens for e in engines), rows=rows)
 
 

@@ -2,7 +2,8 @@
 
 Each iteration follows vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py, `schedule`):
 1. Running requests are served first, oldest first. Every decoding request takes 1 + k tokens of the
-   token budget (max_num_batched_tokens) and KV slots for them (k lookahead slots for the draft).
+   token budget (max_num_batched_tokens) and KV slots for them (k lookahead slots for the draft; a draft
+   tree takes 1 + its nodes, `EngineConfig.verify_tokens`).
    When the KV cache cannot hold them, the newest running request is preempted by recompute: its KV
    blocks are freed, it goes back to the front of the waiting queue, and when scheduled again it
    prefills its prompt plus the tokens it had already generated (vLLM's PreemptionMode.RECOMPUTE).
@@ -11,13 +12,18 @@ Each iteration follows vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py, `sc
    the chunk; the first that does not fit stops admission (first come, first served).
 3. The iteration costs decode_s(batch, mean context, k) + prefill_s(chunk tokens, context), read from a
    `StepTable` (see cost.py for the mixed-step simplification).
-4. Each decoding request emits 1 + A tokens, A drawn from its workload class's chain acceptance and
-   capped by its remaining output; a request whose prefill completes emits its first token (TTFT).
+4. Each decoding request emits 1 + A tokens, A drawn from its workload class's acceptance (a chain's, or
+   a tree's accepted depth as survival by depth) and capped by its remaining output; a request whose
+   prefill completes emits its first token (TTFT).
 
 k comes from the speculation policy at the step's decode batch, reduced where needed so that
 batch x (k + 1) fits the token budget (vLLM truncates speculative tokens that do not fit). KV is counted
 in tokens (vLLM's 16-token blocks waste < 16 tokens per sequence; pass a capacity net of that).
 Requests that could never fit the KV cache alone (prompt + output + k + 1 > capacity) are rejected.
+
+The loop (`_run`) keeps its scalars in locals and calls out for the parts that run less often than
+every iteration: preemption (`_preempt`), admission (`_admit`), emission (`_decode`, `_complete`)
+and the steady stretches (stretch.py).
 
 Closed loop (`Requests.concurrency` N, scenario/traffic.py): the first N requests are sent at their arrival;
 each finish (or rejection) sends the next request at max(its arrival, that moment), as a benchmark client's
@@ -40,8 +46,9 @@ from specsim.scenario.serving import EngineConfig
 from specsim.scenario.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
 from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, interpolate_row, rows_of
-from specsim.simulate.stretch import Loop as _Loop  # `simulate` calls the fast path by these names
-from specsim.simulate.stretch import stretch as _stretch
+from specsim.simulate.state import INF, Clients, LogRow, Loop, Running
+from specsim.simulate.stretch import join_arrivals
+from specsim.simulate.stretch import stretch as _stretch  # `simulate` calls the fast path by this name
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -102,11 +109,7 @@ def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_cont
     return StepTable.build(cost, engine.max_num_seqs, rows, max_context, engine.max_num_batched_tokens, rows=rows)
 
 
-_INF = float("inf")
-
-
-def _log_array(log: list[tuple[float, float, int, int, int, int, int, int, int, float]],
-               blocks: list[tuple[int, FloatArray]]) -> FloatArray:
+def _log_array(log: list[LogRow], blocks: list[tuple[int, FloatArray]]) -> FloatArray:
     """The step log as one (steps, 10) array: the rows logged one by one, with the fast path's blocks placed where
     they were logged (each after the rows logged before it)."""
     rows = np.fromiter(chain.from_iterable(log), np.float64, count=10 * len(log)).reshape(-1, 10)
@@ -121,53 +124,15 @@ def _log_array(log: list[tuple[float, float, int, int, int, int, int, int, int, 
     return np.concatenate(parts)
 
 
-class _Clients:
-    """Closed-loop clients (module docstring): request j waits, at +inf in the loop's arrival list, until a finish
-    sends it at max(its arrival, then); the prefix sums of admitted arrivals the loop reads grow as they are sent."""
-
-    def __init__(self, arrivals: list[float], arr_list: list[float], cum_n: list[float], cum_t: list[float],
-                 rejected: list[bool], sent: int) -> None:
-        self.arrivals, self.arr_list, self.cum_n, self.cum_t, self.rejected = arrivals, arr_list, cum_n, cum_t, rejected
-        self.sent = sent
-
-    @classmethod
-    def start(cls, requests: Requests, arr_list: list[float], cum_n: list[float], cum_t: list[float],
-              rejected: list[bool]) -> _Clients | None:
-        """The clients of a closed-loop run (None: open loop); the first `concurrency` requests are sent, the rest
-        wait (arr_list and the prefix sums are cut to the sent ones, in place)."""
-        clients = requests.concurrency
-        if clients is None or clients >= requests.n:
-            return None
-        arrivals = arr_list[:]
-        del cum_n[clients + 1:], cum_t[clients + 1:]
-        arr_list[clients:] = [_INF] * (requests.n - clients)
-        out = cls(arrivals, arr_list, cum_n, cum_t, rejected, clients)
-        out.send(sum(rejected[:clients]), 0.0)  # a rejected request frees its client at once
-        return out
-
-    def send(self, count: int, t: float) -> None:
-        """`count` clients are free at t: each sends the next request (a rejected one frees it again at once)."""
-        n = len(self.arrivals)
-        while count > 0 and self.sent < n:
-            j = self.sent
-            a = max(self.arrivals[j], t)
-            self.arr_list[j] = a
-            ok = not self.rejected[j]
-            self.cum_n.append(self.cum_n[-1] + ok)
-            self.cum_t.append(self.cum_t[-1] + (a if ok else 0.0))
-            self.sent = j + 1
-            count -= ok
-
-
 #: Steady stretches (see `simulate`): at most this many steps are drawn ahead at once, and a stretch shorter than
 #: MIN_STRETCH steps is left to the step-by-step path.
 STRETCH_MAX = 1024
 MIN_STRETCH = 3
+#: Acceptance draws taken from the seed's stream at once (a refill discards what is left of the buffer).
+DRAWS = 1 << 16
+_NO_CHUNKS: tuple[list[tuple[list[int], int]], int, float] = ([], 0, 0.0)
 
 
-# One long function on purpose (exempt from the 70-line floor): it is the hot loop, one pass per iteration and
-# hundreds of thousands of iterations a run, its state held in locals for speed; split into steps it would pay a
-# call and attribute reads on every iteration. Its fast path, the steady stretches, runs apart (`stretch.py`).
 def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None = None,
              seed: int = 0, *, fast: bool = True) -> SimResult:
     """Run the engine over the requests until every admitted request finishes; deterministic for a seed.
@@ -177,6 +142,15 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     accepted tokens are compared in one array from the same uniform draws, in the same order, and each step is
     priced at its own mean context, so the result is identical to stepping one iteration at a time
     (``fast=False``, kept for tests)."""
+    lp = _start(requests, engine, cost, acceptance, seed)
+    _run(lp, fast)
+    return _result(lp, requests, engine, seed)
+
+
+def _start(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None,
+           seed: int) -> Loop:
+    """The run's state before its first step: the step table's rows, each request's workload class, the rejected
+    requests (prompt + output + one step's tokens beyond the KV cache), the clients of a closed loop."""
     n = requests.n
     policy = engine.policy
     kmax = policy.max_k
@@ -184,242 +158,265 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
         raise SpecsimError(f"speculation policy {policy.label} needs an acceptance mix (workload classes)")
     mix = acceptance if acceptance is not None else AcceptanceMix.constant(0.0)
     k_of_b: list[int] = engine.k_by_batch().tolist()
-    budget_max, max_seqs, cap = engine.max_num_batched_tokens, engine.max_num_seqs, engine.kv_capacity_tokens
     prompt_a, out_a = requests.prompt_tokens, requests.output_tokens
     longest = float((prompt_a + out_a).max()) if n else 1.0
-    table = _table_for(cost, engine, k_of_b, longest + kmax + 1)
-    dec_rows = table.decode_rows(np.asarray(k_of_b))
-    grid = table.context_points()
-    prefill_time = table.prefill_time
-
-    workload = mix.assign(n, rng_for(seed, STREAM_CLASSES))
-    surv_t = np.ascontiguousarray(mix.survival(kmax).T)  # (kmax, classes)
-    urng = rng_for(seed, STREAM_ACCEPTANCE)
-    ubuf = urng.random(1 << 16)
-    upos = 0
-
-    rejected = prompt_a + out_a + kmax + 1 > cap
+    table = _table_for(cost, engine, k_of_b, longest + engine.max_verify_tokens)
+    rejected = prompt_a + out_a + engine.max_verify_tokens > engine.kv_capacity_tokens
     arr_list: list[float] = requests.arrival_s.tolist()
     admitted = (~rejected).astype(np.float64)
     cum_n: list[float] = np.concatenate([[0.0], np.cumsum(admitted)]).tolist()
     cum_t: list[float] = np.concatenate([[0.0], np.cumsum(requests.arrival_s * admitted)]).tolist()
-    any_rejected = bool(rejected.any())
     rej_list: list[bool] = rejected.tolist()
-    clients = _Clients.start(requests, arr_list, cum_n, cum_t, rej_list)
-    prompt_l: list[int] = prompt_a.tolist()
-    out_l: list[int] = out_a.tolist()
-
+    clients = Clients.start(requests.concurrency, arr_list, cum_n, cum_t, rej_list)
     nan = float("nan")
-    gen = [0] * n  # tokens generated before the current (re)prefill
-    sched_s = [nan] * n
-    first_s = [nan] * n
-    finish = np.full(n, nan)
-    preempt = [0] * n
-    last_emit: dict[int, float] = {}
-    resume_gaps: list[float] = []
+    return Loop(arr_list, cum_n, cum_t, rej_list if rejected.any() else None, deque(), prompt_a.tolist(),
+                out_a.tolist(), [0] * n, engine.kv_capacity_tokens, engine.max_num_batched_tokens,
+                engine.max_num_seqs, table.decode_rows(np.asarray(k_of_b)), table.context_points(), table, k_of_b,
+                engine.verify_by_batch().tolist(), np.ascontiguousarray(mix.survival(kmax).T),
+                mix.assign(n, rng_for(seed, STREAM_CLASSES)), rng_for(seed, STREAM_ACCEPTANCE), table.prefill_time,
+                clients, np.full(n, nan), [nan] * n, [nan] * n, [0] * n, {}, [], [], [], [], [0], [], [], [], [], [])
 
-    run_id = np.empty(0, dtype=np.int64)
-    run_ctx = np.empty(0, dtype=np.int64)
-    run_rem = np.empty(0, dtype=np.int64)
-    run_s = np.empty((kmax, 0), dtype=np.float64)  # survival by depth (rows) of each running request (columns)
-    dec_kv = 0  # KV tokens of decoding requests (sum of run_ctx)
-    pre_kv = 0  # KV tokens of partially prefilled requests
-    waiting: deque[int] = deque()
-    pre: list[list[int]] = []  # [request, tokens prefilled, tokens to prefill]
 
-    log: list[tuple[float, float, int, int, int, int, int, int, int, float]] = []
-    blocks: list[tuple[int, FloatArray]] = []  # steps logged as arrays by the fast path (stretch.Loop)
-    logged = [0]  # their steps: a step's index is len(log) + logged[0]
-    # emitted-token histogram, counted once at the end: per speculative step its index and its draws' counts
-    # (1 + accepted, capped), per plain step its index and its decode batch (each emits 1 token)
-    spec_steps: list[int] = []
-    spec_counts: list[IntArray] = []
-    plain_steps: list[tuple[int, int]] = []
-    spec_blocks: list[tuple[int, IntArray]] = []  # steady stretches: first step, counts (steps, decode batch)
-    plain_blocks: list[tuple[int, int, int]] = []  # steady stretches without speculation: first step, steps, batch
-    loop = _Loop(arr_list, cum_n, cum_t, rej_list if any_rejected else None, waiting, prompt_l, gen, cap, budget_max,
-                 max_seqs, dec_rows, grid, table, k_of_b, finish, log, blocks, logged, spec_blocks, plain_blocks)
-    na = 0
-    t = arr_list[0] if n else 0.0
+def _run(lp: Loop, fast: bool) -> None:
+    """The event loop (module docstring), one pass per iteration, until every admitted request has finished."""
+    arr, rej, waiting, pre, log, clients = lp.arrivals, lp.rejected, lp.waiting, lp.pre, lp.log, lp.clients
+    k_of_b, w_of_b, dec_rows, grid, cum_n, cum_t = lp.k_of_b, lp.w_of_b, lp.dec_rows, lp.grid, lp.cum_n, lp.cum_t
+    n, cap = len(arr), lp.cap
+    run: Running = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+                    np.empty((len(lp.surv_t), 0), dtype=np.float64))
+    ubuf, upos = lp.urng.random(DRAWS), 0
+    dec_kv = pre_kv = na = 0  # KV tokens of decoding requests (sum of their contexts) and of partial prefills
+    t = arr[0] if n else 0.0
     while True:
-        if na < n and arr_list[na] <= t:
-            j = bisect_right(arr_list, t, na)
-            waiting.extend([i for i in range(na, j) if not rej_list[i]] if any_rejected else range(na, j))
-            na = j
-        nd = len(run_id)
+        if na < n and arr[na] <= t:
+            na = join_arrivals(arr, na, t, waiting, rej)
+        nd = len(run[0])
         if nd == 0 and not pre and not waiting:
-            if na >= n or arr_list[na] == _INF:
+            if na >= n or arr[na] == INF:
                 break
-            t = arr_list[na]
+            t = arr[na]
             continue
+        if nd and dec_kv + pre_kv + nd * w_of_b[nd] > cap:  # 1. KV slots for the decodes' tokens
+            run, dec_kv, pre_kv, nd = _preempt(lp, run, dec_kv, pre_kv, t)
         k = k_of_b[nd]
-        # 1. KV slots for the decodes' 1 + k tokens; preempt the newest running request by recompute.
-        while nd and dec_kv + pre_kv + nd * (k + 1) > cap:
-            if pre:
-                rid, done, _ = pre.pop()
-                pre_kv -= done
-            else:
-                rid = int(run_id[-1])
-                gen[rid] = out_l[rid] - int(run_rem[-1])
-                dec_kv -= int(run_ctx[-1])
-                run_id, run_ctx, run_rem, run_s = run_id[:-1], run_ctx[:-1], run_rem[:-1], run_s[:, :-1]
-                last_emit[rid] = t
-                nd -= 1
-                k = k_of_b[nd]
-            waiting.appendleft(rid)
-            preempt[rid] += 1
         # 2. Chunked prefill of running then waiting requests, within the budget, seats and KV.
-        budget = budget_max - nd * (k + 1)
-        free = cap - dec_kv - pre_kv - nd * (k + 1)
-        chunks: list[tuple[list[int], int]] = []
-        p_tok = 0
-        p_ctx = 0.0
-        for item in pre:
-            c = min(item[2] - item[1], budget, free)
-            if c <= 0:
-                break
-            chunks.append((item, c))
-            budget -= c
-            free -= c
-            p_tok += c
-            p_ctx += c * (item[1] + c / 2.0)
-        while waiting and budget > 0 and nd + len(pre) < max_seqs:
-            rid = waiting[0]
-            target = prompt_l[rid] + gen[rid]
-            c = min(target, budget)
-            if c > free:
-                break
-            waiting.popleft()
-            item = [rid, 0, target]
-            pre.append(item)
-            if sched_s[rid] != sched_s[rid]:  # NaN: first time scheduled
-                sched_s[rid] = t
-            chunks.append((item, c))
-            budget -= c
-            free -= c
-            p_tok += c
-            p_ctx += c * c / 2.0
+        chunks, p_tok, p_ctx = _admit(lp, t, nd, dec_kv, pre_kv) if pre or waiting else _NO_CHUNKS
         if nd == 0 and p_tok == 0:
-            if not pre:
-                raise RuntimeError("simulate: scheduler stalled with no runnable request")  # unreachable
-            rid, done, _ = pre.pop()  # partial prefills hold all the KV: recompute the newest
-            pre_kv -= done
-            waiting.appendleft(rid)
-            preempt[rid] += 1
+            pre_kv = _stall(lp, pre_kv)
             continue
         # 3. Price the iteration.
         dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd) if nd else 0.0
         if dt != dt:  # NaN: the table has not evaluated this block yet (StepTable evaluates blocks when first read)
-            table.refresh_rows(dec_rows, k_of_b, nd, dec_kv / nd)
+            lp.table.refresh_rows(dec_rows, k_of_b, nd, dec_kv / nd)
             dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd)
         if fast and nd and not pre:  # nothing prefilling, nothing admitted: maybe a steady stretch
-            lim = STRETCH_MAX
-            if not waiting and na < n and dt > 0.0 and arr_list[na] != _INF:  # an arrival is admitted unless
-                # seats, budget or KV stop it
-                lim = min(lim, int((arr_list[na] - t) / dt) + 1)
+            lim = STRETCH_MAX  # up to the next arrival (admitted unless seats, budget or KV stop it), the draws
+            if not waiting and na < n and dt > 0.0 and arr[na] != INF:  # left and the first finish
+                lim = min(lim, int((arr[na] - t) / dt) + 1)
             if k:
-                lim = min(lim, (len(ubuf) - upos) // nd)  # the draws left in the buffer (a refill discards the rest)
-            if lim >= MIN_STRETCH:  # the first finish comes within min(remaining) steps
-                lim = min(lim, int(run_rem.min()))
+                lim = min(lim, (len(ubuf) - upos) // nd)  # a refill discards the rest of the buffer
             if lim >= MIN_STRETCH:
-                t, na, dec_kv, upos, (run_id, run_ctx, run_rem, run_s) = _stretch(
-                    lim, t, dt, na, nd, k, dec_kv, pre_kv, upos, ubuf, (run_id, run_ctx, run_rem, run_s), loop)
-                if clients is not None and len(run_id) < nd:  # the stretch ended with finishes at t
-                    clients.send(nd - len(run_id), t)
+                lim = min(lim, int(run[2].min()))
+            if lim >= MIN_STRETCH:
+                t, na, dec_kv, upos, run = _stretch(lim, t, dt, na, nd, k, dec_kv, pre_kv, upos, ubuf, run, lp)
+                if clients is not None and len(run[0]) < nd:  # the stretch ended with finishes at t
+                    clients.send(nd - len(run[0]), t)
                 continue
         if p_tok:
-            dt += prefill_time(p_tok, p_ctx / p_tok)
+            dt += lp.prefill_time(p_tok, p_ctx / p_tok)
         t_end = t + dt
-        running = nd + len(pre)
-        n_wait = len(waiting)
-        j = bisect_right(arr_list, t_end, na)
+        running, n_wait = nd + len(pre), len(waiting)
+        j = bisect_right(arr, t_end, na)
         area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
         tokens = 0
-        # 4. Decodes emit 1 + A tokens each.
-        if nd:
+        if nd:  # 4. Decodes emit 1 + A tokens each.
+            u = None
             if k:
                 if upos + nd > len(ubuf):
-                    ubuf = urng.random(max(1 << 16, nd))
-                    upos = 0
+                    ubuf, upos = lp.urng.random(max(DRAWS, nd)), 0
                 u = ubuf[upos:upos + nd]
                 upos += nd
-                # sample_accepted inline: A = #{i <= k : u < S_i}, then 1 + A capped by the remaining output
-                e = (u < run_s[:k]).sum(axis=0)
-                e += 1
-                np.minimum(e, run_rem, out=e)
-                tok = int(e.sum())
-                spec_steps.append(len(log) + logged[0])
-                spec_counts.append(e)
-                run_rem = run_rem - e
-                run_ctx = run_ctx + e
-            else:
-                tok = nd
-                plain_steps.append((len(log) + logged[0], nd))
-                run_rem = run_rem - 1
-                run_ctx = run_ctx + 1
-            dec_kv += tok
-            tokens += tok
-            if not run_rem.all():  # some request emitted its last token
-                fin = run_rem == 0
-                finish[run_id[fin]] = t_end
-                if clients is not None:
-                    clients.send(int(fin.sum()), t_end)
-                dec_kv -= int(run_ctx[fin].sum())
-                keep = ~fin
-                run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
-        # 5. Prefill chunks; a completed prefill emits a token (the first, or the next after a recompute).
-        if chunks:
-            new: list[tuple[int, int, int]] = []
-            for item, c in chunks:
-                item[1] += c
-                pre_kv += c
-                if item[1] < item[2]:
-                    continue
-                rid, _, target = item
-                pre.remove(item)
-                pre_kv -= target
-                g = gen[rid] + 1
-                gen[rid] = g
-                tokens += 1
-                if first_s[rid] != first_s[rid]:
-                    first_s[rid] = t_end
-                else:
-                    resume_gaps.append(t_end - last_emit.pop(rid))
-                if g >= out_l[rid]:
-                    finish[rid] = t_end
-                    if clients is not None:
-                        clients.send(1, t_end)
-                else:
-                    new.append((rid, target, out_l[rid] - g))
-                    dec_kv += target
-            if new:
-                ids = np.asarray([x[0] for x in new], dtype=np.int64)
-                run_id = np.concatenate([run_id, ids])
-                run_ctx = np.concatenate([run_ctx, np.asarray([x[1] for x in new], dtype=np.int64)])
-                run_rem = np.concatenate([run_rem, np.asarray([x[2] for x in new], dtype=np.int64)])
-                run_s = np.concatenate([run_s, surv_t[:, workload[ids]]], axis=1)
+            run, tokens, dec_kv = _decode(lp, run, k, u, t_end, dec_kv)
+        if chunks:  # 5. Prefill chunks; a completed prefill emits a token (the first, or the next after a recompute).
+            run, pre_kv, dec_kv, first = _complete(lp, chunks, run, t_end, pre_kv, dec_kv)
+            tokens += first
         log.append((t, dt, nd, running, n_wait, k if nd else 0, p_tok, tokens, dec_kv + pre_kv, area))
         t = t_end
 
-    cols = _log_array(log, blocks)
-    steps_n = len(cols)
-    width = kmax + 2
+
+def _preempt(lp: Loop, run: Running, dec_kv: int, pre_kv: int, t: float) -> tuple[Running, int, int, int]:
+    """Free KV slots for the decodes' next tokens by recompute (vLLM's PreemptionMode.RECOMPUTE): the newest
+    partial prefill first, else the newest running request, back to the front of the queue. Returns the running
+    requests, the decode and prefill KV and the decode batch after it."""
+    run_id, run_ctx, run_rem, run_s = run
+    nd = len(run_id)
+    while nd and dec_kv + pre_kv + nd * lp.w_of_b[nd] > lp.cap:
+        if lp.pre:
+            rid, done, _ = lp.pre.pop()
+            pre_kv -= done
+        else:
+            rid = int(run_id[-1])
+            lp.gen[rid] = lp.out[rid] - int(run_rem[-1])
+            dec_kv -= int(run_ctx[-1])
+            run_id, run_ctx, run_rem, run_s = run_id[:-1], run_ctx[:-1], run_rem[:-1], run_s[:, :-1]
+            lp.last_emit[rid] = t
+            nd -= 1
+        lp.waiting.appendleft(rid)
+        lp.preempt[rid] += 1
+    return (run_id, run_ctx, run_rem, run_s), dec_kv, pre_kv, nd
+
+
+def _admit(lp: Loop, t: float, nd: int, dec_kv: int, pre_kv: int) -> tuple[list[tuple[list[int], int]], int, float]:
+    """This step's prefill chunks: partial prefills continue, then waiting requests are admitted in arrival order
+    while the token budget, the seats (max_num_seqs) and the KV cache hold their chunk; the first that does not
+    fit stops admission (first come, first served). Returns the chunks, their tokens and their tokens x context."""
+    w = nd * lp.w_of_b[nd]
+    budget = lp.budget_max - w
+    free = lp.cap - dec_kv - pre_kv - w
+    chunks: list[tuple[list[int], int]] = []
+    p_tok = 0
+    p_ctx = 0.0
+    pre, waiting, gen, prompt, sched_s = lp.pre, lp.waiting, lp.gen, lp.prompt, lp.sched_s
+    for item in pre:
+        c = min(item[2] - item[1], budget, free)
+        if c <= 0:
+            break
+        chunks.append((item, c))
+        budget -= c
+        free -= c
+        p_tok += c
+        p_ctx += c * (item[1] + c / 2.0)
+    while waiting and budget > 0 and nd + len(pre) < lp.max_seqs:
+        rid = waiting[0]
+        target = prompt[rid] + gen[rid]
+        c = min(target, budget)
+        if c > free:
+            break
+        waiting.popleft()
+        item = [rid, 0, target]
+        pre.append(item)
+        if sched_s[rid] != sched_s[rid]:  # NaN: first time scheduled
+            sched_s[rid] = t
+        chunks.append((item, c))
+        budget -= c
+        free -= c
+        p_tok += c
+        p_ctx += c * c / 2.0
+    return chunks, p_tok, p_ctx
+
+
+def _stall(lp: Loop, pre_kv: int) -> int:
+    """Nothing decodes and no chunk fits: partial prefills hold all the KV, so the newest is recomputed."""
+    if not lp.pre:
+        raise RuntimeError("simulate: scheduler stalled with no runnable request")  # unreachable
+    rid, done, _ = lp.pre.pop()
+    lp.waiting.appendleft(rid)
+    lp.preempt[rid] += 1
+    return pre_kv - done
+
+
+def _decode(lp: Loop, run: Running, k: int, u: FloatArray | None, t_end: float, dec_kv: int
+            ) -> tuple[Running, int, int]:
+    """The decodes' emissions: 1 + A tokens each, A = #{i <= k : u < S_i} from one uniform per request, capped by
+    the remaining output (`workload.sample_accepted` inline); finished requests leave at t_end and free their
+    KV. Returns the running requests, the tokens emitted and the decode KV."""
+    run_id, run_ctx, run_rem, run_s = run
+    step = len(lp.log) + lp.logged[0]
+    if u is not None:
+        e = (u < run_s[:k]).sum(axis=0)
+        e += 1
+        np.minimum(e, run_rem, out=e)
+        tok = int(e.sum())
+        lp.spec_steps.append(step)
+        lp.spec_counts.append(e)
+        run_rem -= e  # in place: the running arrays are this loop's own (fresh or sliced from its own)
+        run_ctx += e
+    else:
+        tok = len(run_id)
+        lp.plain_steps.append((step, tok))
+        run_rem -= 1
+        run_ctx += 1
+    dec_kv += tok
+    if not run_rem.all():  # some request emitted its last token
+        fin = run_rem == 0
+        lp.finish[run_id[fin]] = t_end
+        if lp.clients is not None:
+            lp.clients.send(int(fin.sum()), t_end)
+        dec_kv -= int(run_ctx[fin].sum())
+        keep = ~fin
+        run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
+    return (run_id, run_ctx, run_rem, run_s), tok, dec_kv
+
+
+def _complete(lp: Loop, chunks: list[tuple[list[int], int]], run: Running, t_end: float, pre_kv: int, dec_kv: int
+              ) -> tuple[Running, int, int, int]:
+    """The step's prefill chunks land; a request whose (re)prefill completes emits a token (its first: TTFT; after
+    a recompute, the next, with the gap across the preemption) and joins the decodes, or finishes. Returns the
+    running requests, the prefill and decode KV and the tokens emitted."""
+    new: list[tuple[int, int, int]] = []
+    tokens = 0
+    gen, out, first_s = lp.gen, lp.out, lp.first_s
+    for item, c in chunks:
+        item[1] += c
+        pre_kv += c
+        if item[1] < item[2]:
+            continue
+        rid, _, target = item
+        lp.pre.remove(item)
+        pre_kv -= target
+        g = gen[rid] + 1
+        gen[rid] = g
+        tokens += 1
+        if first_s[rid] != first_s[rid]:
+            first_s[rid] = t_end
+        else:
+            lp.resume_gaps.append(t_end - lp.last_emit.pop(rid))
+        if g >= out[rid]:
+            lp.finish[rid] = t_end
+            if lp.clients is not None:
+                lp.clients.send(1, t_end)
+        else:
+            new.append((rid, target, out[rid] - g))
+            dec_kv += target
+    if new:
+        run_id, run_ctx, run_rem, run_s = run
+        ids = np.asarray([x[0] for x in new], dtype=np.int64)
+        ctx = np.asarray([x[1] for x in new], dtype=np.int64)
+        rem = np.asarray([x[2] for x in new], dtype=np.int64)
+        run = (np.concatenate([run_id, ids]), np.concatenate([run_ctx, ctx]), np.concatenate([run_rem, rem]),
+               np.concatenate([run_s, lp.surv_t[:, lp.workload[ids]]], axis=1))
+    return run, pre_kv, dec_kv, tokens
+
+
+def _histogram(lp: Loop, steps_n: int, width: int) -> IntArray:
+    """(steps, width): decoding requests that emitted e tokens in each step, column e."""
     hist = np.zeros((steps_n, width), dtype=np.int64)
-    if spec_steps or spec_blocks:
-        idx = [np.repeat(np.asarray(spec_steps, dtype=np.int64), [len(x) for x in spec_counts])]
-        idx += [np.repeat(np.arange(first, first + len(b), dtype=np.int64), b.shape[1]) for first, b in spec_blocks]
-        counts = [*spec_counts, *(b.ravel() for _, b in spec_blocks)]
+    if lp.spec_steps or lp.spec_blocks:
+        idx = [np.repeat(np.asarray(lp.spec_steps, dtype=np.int64), [len(x) for x in lp.spec_counts])]
+        idx += [np.repeat(np.arange(first, first + len(b), dtype=np.int64), b.shape[1]) for first, b in lp.spec_blocks]
+        counts = [*lp.spec_counts, *(b.ravel() for _, b in lp.spec_blocks)]
         hist += np.bincount(np.concatenate(idx) * width + np.concatenate(counts),
                             minlength=steps_n * width).reshape(steps_n, width)
-    if plain_steps:
-        at, batch = np.asarray(plain_steps, dtype=np.int64).reshape(-1, 2).T
+    if lp.plain_steps:
+        at, batch = np.asarray(lp.plain_steps, dtype=np.int64).reshape(-1, 2).T
         hist[at, 1] = batch
-    for first, m, batch_size in plain_blocks:
+    for first, m, batch_size in lp.plain_blocks:
         hist[first:first + m, 1] = batch_size
+    return hist
+
+
+def _result(lp: Loop, requests: Requests, engine: EngineConfig, seed: int) -> SimResult:
+    """The run's result from its state: the step log as arrays, the emitted-token histogram, per-request times (the
+    send times of a closed loop: TTFT and e2e count from them)."""
+    cols = _log_array(lp.log, lp.blocks)
+    hist = _histogram(lp, len(cols), engine.policy.max_k + 2)
     steps = StepLog(cols[:, 0], cols[:, 1], cols[:, 2].astype(np.int64), cols[:, 3].astype(np.int64),
                     cols[:, 4].astype(np.int64), cols[:, 5].astype(np.int64), cols[:, 6].astype(np.int64),
                     cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist)
-    if clients is not None:  # the send times: TTFT and e2e count from them
-        requests = Requests(np.asarray(arr_list), prompt_a, out_a, requests.concurrency)
-    return SimResult(requests, engine, seed, workload, np.asarray(sched_s), np.asarray(first_s), finish,
-                     np.asarray(preempt, dtype=np.int64), rejected, steps, np.asarray(resume_gaps, dtype=np.float64))
+    if lp.clients is not None:
+        requests = Requests(np.asarray(lp.arrivals), requests.prompt_tokens, requests.output_tokens,
+                            requests.concurrency)
+    rejected = np.asarray(lp.rejected if lp.rejected is not None else np.zeros(requests.n, dtype=bool), dtype=bool)
+    return SimResult(requests, engine, seed, lp.workload, np.asarray(lp.sched_s), np.asarray(lp.first_s), lp.finish,
+                     np.asarray(lp.preempt, dtype=np.int64), rejected, steps,
+                     np.asarray(lp.resume_gaps, dtype=np.float64))

@@ -11,6 +11,11 @@ the curve up and right at low load and stops paying where it meets plain decodin
 - recommendation: per load point the configuration with the most output throughput (at a fixed concurrency
   throughput and per-user speed rise together), plain decoding unless one beats it by more than `margin`;
   consecutive points with the same choice form one range.
+
+A configuration that completed no request at a load point (each one rejected: longer than its KV cache) made
+no tokens there: its ratio is 0. Where plain decoding completed nothing the ratio is unknown (NaN): the
+crossover and the recommendation read the points that have one, and the caller says which points completed
+nothing (`advise.benchmark.frontier`).
 """
 
 from __future__ import annotations
@@ -49,7 +54,9 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
     on = frame[frame["configuration"] != OFF]
     base = off.reindex(on[load].to_numpy())
     out = pd.DataFrame({"configuration": on["configuration"].to_numpy(), load: on[load].to_numpy(),
-                        "throughput_ratio": on["output_tok_s"].to_numpy() / base["output_tok_s"].to_numpy(),
+                        # a configuration that completed nothing produced no tokens: 0 x plain decoding's
+                        "throughput_ratio": np.nan_to_num(on["output_tok_s"].to_numpy(dtype=np.float64), nan=0.0)
+                        / base["output_tok_s"].to_numpy(dtype=np.float64),
                         "tpot_ratio": on["tpot_mean_ms"].to_numpy() / base["tpot_mean_ms"].to_numpy()})
     return out.sort_values(["configuration", load], kind="stable").reset_index(drop=True)
 
@@ -57,8 +64,12 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
 def crossover(loads: np.ndarray, ratio: np.ndarray) -> float | None:
     """The smallest load from which `ratio` < 1 at every larger load (module docstring); None: it pays at the
     largest load. Loads need not be sorted."""
-    order = np.argsort(loads, kind="stable")
-    x, r = np.asarray(loads, dtype=np.float64)[order], np.asarray(ratio, dtype=np.float64)[order]
+    known = np.isfinite(np.asarray(ratio, dtype=np.float64))  # a point that completed nothing has no ratio
+    if not known.any():
+        return None
+    order = np.argsort(np.asarray(loads)[known], kind="stable")
+    x = np.asarray(loads, dtype=np.float64)[known][order]
+    r = np.asarray(ratio, dtype=np.float64)[known][order]
     pays = r >= 1.0
     if pays[-1]:
         return None
@@ -93,7 +104,7 @@ def recommend(frame: pd.DataFrame, margin: float = 0.01) -> list[Choice]:
     r = ratios(frame)
     choices: list[Choice] = []
     for x in sorted(frame[load].unique()):
-        at = r[r[load] == x]
+        at = r[(r[load] == x) & np.isfinite(r["throughput_ratio"])]  # without the configurations that completed nothing
         best = at.loc[at["throughput_ratio"].idxmax()] if not at.empty else None
         pick, gain = ((str(best["configuration"]), float(best["throughput_ratio"]))
                       if best is not None and best["throughput_ratio"] > 1.0 + margin else (OFF, 1.0))

@@ -10,46 +10,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from specsim.simulate.cost import StepTable, interpolate_row
+from specsim.simulate.cost import interpolate_row
+from specsim.simulate.state import Loop, Running
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-#: The running requests: ids, contexts, remaining outputs (one each) and survival by depth (rows) of each (columns).
-Running = tuple[IntArray, IntArray, IntArray, FloatArray]
-
-
-@dataclass(frozen=True, eq=False)
-class Loop:
-    """What a steady stretch reads of the event loop (and the lists and arrays it updates in place)."""
-
-    arrivals: list[float]
-    cum_n: list[float]
-    cum_t: list[float]
-    rejected: list[bool] | None  # None: nothing rejected
-    waiting: deque[int]
-    prompt: list[int]
-    gen: list[int]
-    cap: int
-    budget_max: int
-    max_seqs: int
-    dec_rows: list[list[float]]
-    grid: list[float]
-    table: StepTable
-    k_of_b: list[int]
-    finish: FloatArray
-    log: list[tuple[float, float, int, int, int, int, int, int, int, float]]
-    #: steps logged as arrays (a stretch's quiet prefix): (rows of `log` before them, (steps, 10) array); `logged`
-    #: [0] counts their steps, so a step's index is len(log) + logged[0]
-    blocks: list[tuple[int, FloatArray]]
-    logged: list[int]
-    spec_blocks: list[tuple[int, IntArray]]
-    plain_blocks: list[tuple[int, int, int]]
 
 
 def stretch(lim: int, t: float, dt: float, na: int, nd: int, k: int, dec_kv: int, pre_kv: int, upos: int,
@@ -96,7 +66,7 @@ def _steps(lim: int, f: int, toks: list[int], csum: IntArray | None, t: float, d
     admit. Returns t, the next arrival, the decode KV, the steps run and the running arrays after them."""
     arr, cum_n, cum_t, log, waiting = lp.arrivals, lp.cum_n, lp.cum_t, lp.log, lp.waiting
     n = len(arr)
-    kv_step = nd * (k + 1)
+    kv_step = nd * lp.w_of_b[nd]  # k + 1 for a chain
     budget = lp.budget_max - kv_step
     can_admit = budget > 0 and nd < lp.max_seqs
     row, grid = lp.dec_rows[nd], lp.grid
@@ -125,7 +95,7 @@ def _steps(lim: int, f: int, toks: list[int], csum: IntArray | None, t: float, d
             break
         # the next step's start, as the loop runs it: arrivals join the queue; stop where it would preempt or admit
         if na < n and arr[na] <= t:
-            na = _join(arr, na, t, waiting, lp.rejected)
+            na = join_arrivals(arr, na, t, waiting, lp.rejected)
         free = lp.cap - dec_kv - pre_kv - kv_step
         if free < 0 or (waiting and can_admit and min(lp.prompt[waiting[0]] + lp.gen[waiting[0]], budget) <= free):
             break
@@ -165,7 +135,7 @@ def _quiet_steps(upto: int, toks: list[int], t: float, dt: float, na: int, nd: i
     nxt = lo + (x - grid[j]) / (grid[j + 1] - grid[j]) * (row[j + 1] - lo)
     dts = np.concatenate([[dt], nxt[:-1]])
     ends = np.cumsum(np.concatenate([[t], dts]))[1:]  # sequential sums, as t += dt
-    free = lp.cap - kv - pre_kv - nd * (k + 1)  # at the start of the next step
+    free = lp.cap - kv - pre_kv - nd * lp.w_of_b[nd]  # at the start of the next step
     stop = free < 0
     waiting = lp.waiting
     if waiting and can_admit:
@@ -207,7 +177,7 @@ def _finish(done: IntArray | int, t_end: float, dec_kv: int, run: Running, finis
     return dec_kv, (run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep])
 
 
-def _join(arr: list[float], na: int, t: float, waiting: deque[int], rejected: list[bool] | None) -> int:
+def join_arrivals(arr: list[float], na: int, t: float, waiting: deque[int], rejected: list[bool] | None) -> int:
     """Requests that arrived by t join the queue (rejected ones do not); returns the next arrival."""
     j = bisect_right(arr, t, na)
     waiting.extend([i for i in range(na, j) if not rejected[i]] if rejected is not None else range(na, j))

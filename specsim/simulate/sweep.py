@@ -20,8 +20,10 @@ The same call runs on a cluster through joblib's Dask or Ray backends (neither i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,9 @@ from specsim.step.policy import Policy
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+
+#: joblib backends a sweep runs on: local processes, or a cluster through Dask or Ray (neither is a dependency)
+BACKENDS = ("loky", "dask", "ray")
 
 
 @dataclass(frozen=True)
@@ -210,3 +215,32 @@ class SweepBatch:
             frames.append(pd.DataFrame(rows[start:start + size]))
             start += size
         return frames
+
+
+@contextlib.contextmanager
+def parallel_backend(name: str) -> Iterator[None]:
+    """joblib's backend for a sweep (BACKENDS): loky (local processes); dask (a distributed.Client: the scheduler in
+    DASK_SCHEDULER_ADDRESS, else a local cluster); ray (ray.util.joblib). Dask and Ray are not dependencies."""
+    import joblib
+
+    if name == "loky":
+        yield
+        return
+    if name == "dask":
+        try:
+            from distributed import Client
+        except ImportError:
+            raise SpecsimError("--backend dask needs Dask's distributed scheduler: pip install 'dask[distributed]'"
+                               ) from None
+        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
+        with Client(address) if address else Client(processes=True) as _client, \
+                joblib.parallel_config(backend="dask"):
+            yield
+        return
+    try:
+        from ray.util.joblib import register_ray
+    except ImportError:
+        raise SpecsimError("--backend ray needs Ray: pip install 'ray[default]'") from None
+    register_ray()
+    with joblib.parallel_config(backend="ray"):
+        yield

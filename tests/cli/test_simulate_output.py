@@ -84,9 +84,10 @@ def test_every_bundled_scenario_fits_80_columns_or_is_refused_in_one_line(path: 
     assert re.search(rf"^on: {re.escape(data['draft'])}, policy {re.escape(policy)} \(from ", r.out, re.M), r.out
     # every number is printed whole: each cell equals the JSON's value as formatted
     runs = [data["runs"]["off"], data["runs"]["on"]]
-    for name, key, sub, scale in [("TTFT p99 (ms)", "ttft_s", "p99", 1e3), ("TPOT p50 (ms)", "tpot_s", "p50", 1e3),
-                                  ("output tokens/s", "output_tok_s", None, 1), ("peak KV (tokens)", "peak_kv_tokens",
-                                                                                  None, 1),
+    # the clients' names (TTFT median, ms) for the raw figures (ttft_s.p50, seconds)
+    for name, key, sub, scale in [("TTFT p99 (ms)", "ttft_s", "p99", 1e3), ("TPOT median (ms)", "tpot_s", "p50", 1e3),
+                                  ("output tok/s", "output_tok_s", None, 1), ("peak KV (tokens)", "peak_kv_tokens",
+                                                                               None, 1),
                                   ("goodput (req/s in SLO)", "goodput_rps", None, 1)]:
         if runs[0][key] is None:
             assert name not in rows
@@ -149,18 +150,20 @@ def test_sweep_fits_80_columns_and_says_what_the_rate_means(fmt: str) -> None:
     titles = ["off (no speculation)", f"eagle3, policy {LONG_POLICY}", f"draft:llama-3.2-1b, policy {LONG_POLICY}"]
     for title in titles:
         head, rows = _grid(r.out, title)
-        assert head == ["rate req/s", "arrived req/s", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms", "output tok/s",
-                        "goodput req/s", "$ per M tokens"]
+        assert head == ["rate req/s", "arrived req/s", "TTFT p99 ms", "TPOT median ms", "TPOT p99 ms",
+                        "output tok/s", "goodput req/s", "$ per M tokens"]
         assert list(rows) == ["4", "8", "12"]
         draft = "none" if title.startswith("off") else title.split(",")[0]
         for rate, cells in rows.items():
             want = csv[(csv["rate_rps"] == float(rate)) & (csv["draft"] == draft)].iloc[0]
             # whole numbers to 4 significant figures: a cut one ("1,75" for 1,752) would be off by far more
             assert _number(cells[1]) == pytest.approx(arrived[float(rate)], rel=5e-4)
-            for cell, col, scale in zip(cells[2:], ["ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tok_s",
-                                                    "goodput_rps", "cost_per_mtok_usd"], [1e3, 1e3, 1e3, 1, 1, 1],
-                                        strict=True):
-                assert _number(cell) == pytest.approx(want[col] * scale, rel=5e-4), (title, rate, col, cell)
+            for cell, col, raw, scale in zip(cells[2:], ["ttft_p99_ms", "tpot_median_ms", "tpot_p99_ms",
+                                                         "output_tok_s", "goodput_rps", "cost_per_mtok_usd"],
+                                             ["ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tok_s", "goodput_rps",
+                                              "cost_per_mtok_usd"], [1e3, 1e3, 1e3, 1, 1, 1], strict=True):
+                assert _number(cell) == pytest.approx(want[col], rel=5e-4), (title, rate, col, cell)
+                assert want[col] == pytest.approx(want[raw] * scale, rel=1e-12)  # the client's name, the raw figure
 
 
 def test_sweep_of_poisson_traffic_names_its_rate() -> None:
@@ -185,7 +188,7 @@ def test_progress_is_silent_when_stderr_is_not_a_terminal(capsys: pytest.Capture
     code, out, err = run(capsys, "simulate", str(CHAT), "--requests", "100", "--sweep-rates", "4,8", "--policy",
                          "k=3", "--draft", "eagle3", "-j", "1", "-f", "csv")
     assert code == 0 and err == ""
-    assert out.startswith("rate_rps,")
+    assert out.startswith("configuration,rate_rps,")
 
 
 def test_progress_is_drawn_at_a_terminal() -> None:

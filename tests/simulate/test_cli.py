@@ -63,7 +63,7 @@ def test_other_formats(fmt: str) -> None:
         rows = list(r.out.splitlines())
         assert rows[0].startswith("policy,draft,requests") and len(rows) == 3
     elif fmt == "markdown":
-        assert "| TPOT p50 (ms) |" in r.out and "---:|" in r.out
+        assert "| TPOT median (ms) |" in r.out and "---:|" in r.out
     else:
         assert "TPOT p99 (ms)" in r.out and "on / off" in r.out
 

@@ -64,3 +64,18 @@ def test_a_sweep_without_plain_decoding_is_refused() -> None:
         ratios(SWEEP[SWEEP["configuration"] != "off"])
     with pytest.raises(SpecsimError, match="margin"):
         recommend(SWEEP, margin=1.5)
+
+
+def test_a_configuration_that_completed_nothing_never_pays_and_does_not_crash() -> None:
+    """Issue 30: a load point whose requests were all rejected (longer than the KV cache) has NaN throughput; the
+    speculating configuration then made no tokens there (ratio 0), and where plain decoding completed nothing the
+    ratio is unknown and read past, never an all-NaN idxmax."""
+    nan = float("nan")
+    frame = _frame([100, 380, nan], {"eagle3 k=3": [230, nan, nan]}, [1, 4, 16])
+    r = ratios(frame).set_index("concurrency")["throughput_ratio"]
+    assert r[1] == pytest.approx(2.3) and r[4] == 0.0 and np.isnan(r[16])
+    # it pays at 1, stops at 4 (made nothing there); 16 says nothing
+    assert crossovers(frame) == {"eagle3 k=3": 4.0}
+    picks = [(c.load_from, c.load_to, c.configuration) for c in recommend(frame)]
+    assert picks == [(1.0, 1.0, "eagle3 k=3"), (4.0, 16.0, "off")]
+    assert crossover(np.array([1.0, 2.0]), np.array([nan, nan])) is None
