@@ -3,8 +3,9 @@ loop at each rate), speculation off and on, measured as the client measures it (
 throughput-interactivity frontier, where speculation stops paying, and what to run at each load with the engine
 configuration for it (simulate/frontier.py).
 
-`benchmark_scenario` builds the scenario from the flags `evaluate` takes (hardware, model, tp, engine, draft,
-k) and a benchmark client's (input / output length, range ratio, number of prompts), so that
+`benchmark_scenario` builds the scenario from simulate's fields (specsim/fields.py: the deployment as `evaluate`
+takes it, and a benchmark client's input / output length, range ratio, prompts), written to their places in a
+scenario's mapping and parsed as a file is, so that
 ``specsim simulate -H h100-sxm -m llama-3.1-8b --draft eagle3 -k 3 --concurrency 1,4,16,64`` needs no file.
 """
 
@@ -20,11 +21,12 @@ import numpy as np
 import pandas as pd
 
 from specsim.advise.simulation import Setup, sweep_cases, sweep_scenario
-from specsim.advise.traffic import MIN_PROMPTS, PROMPTS_PER_CLIENT
+from specsim.advise.traffic import MIN_PROMPTS, PROMPTS_PER_CLIENT, mean_lengths
 from specsim.errors import SpecsimError
+from specsim.fields import FIELDS, Given, fields_of
 from specsim.records import Json
+from specsim.scenario.overrides import override
 from specsim.scenario.scenario import Scenario, parse_scenario
-from specsim.scenario.traffic import RANGE_CLIENTS
 from specsim.simulate.client import CLIENT_COLUMNS, client_columns, itl_definition
 from specsim.simulate.frontier import OFF, Choice, configuration, crossovers, load_column, ratios, recommend
 from specsim.simulate.sweep import sweep_many
@@ -63,7 +65,8 @@ MAX_POINTS = 256
 
 @dataclass(frozen=True)
 class BenchmarkFlags:
-    """What a scenario-free `simulate` was given (the CLI's flags, checked here)."""
+    """What a scenario-free `simulate` is given, as a typed value for notebooks and the serving validation: the
+    fields of `specsim.fields` a benchmark names (`given()` is that question as the command line asks it)."""
 
     hardware: str
     model: str
@@ -72,7 +75,7 @@ class BenchmarkFlags:
     dp: int = 1  # data-parallel attention groups (cost/layout.py)
     ep: int = 1  # expert parallelism
     engine: str | None = None
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "native"  # the checkpoint's own, as the engines load it
     kv_dtype: str = "bf16"
     k: int | None = None
     input_len: int = 1024
@@ -88,65 +91,60 @@ class BenchmarkFlags:
     @property
     def client_name(self) -> str:
         """The client named, else the engine's own (vLLM's for engines without one)."""
-        if self.client is not None:
-            return self.client
-        name = (self.engine or "vllm").split("-")[0].lower()
-        return ENGINE_CLIENT.get(name, "vllm")
+        return client_of(self.given())
+
+    def given(self) -> Given:
+        """The fields these flags set (a field at its default, or None, is not given)."""
+        defaults = {f.name: f.default for f in fields_of("simulate")}
+        values = {name: getattr(self, name) for name in defaults if hasattr(self, name)}
+        values["draft"] = ",".join(self.drafts)
+        typed = {name for name, v in values.items() if v is not None and v != defaults[name]}
+        return Given({**defaults, **{k: v for k, v in values.items() if v is not None}}, frozenset(typed | {"draft"}))
 
 
-def _lengths(tokens: int, ratio: float | None, client: str, option: str) -> dict[str, Json]:
-    """Fixed lengths without a range ratio; else the client's random lengths around `tokens`."""
-    if isinstance(tokens, bool) or not 1 <= tokens <= 10_000_000:
-        raise SpecsimError(f"{option} must be an integer in [1, 10000000], got {tokens}")
-    if ratio is None:
-        return {"dist": "fixed", "tokens": int(tokens)}
-    return {"dist": "random", "tokens": int(tokens), "range_ratio": float(ratio),
-            "client": client if client in RANGE_CLIENTS else "vllm"}
+def client_of(g: Given) -> str:
+    """The benchmark client named, else the engine's own (vLLM's for engines without one); checked."""
+    name = g["client"] if g.given("client") else ENGINE_CLIENT.get(str(g["engine"]).split("-")[0].lower(), "vllm")
+    itl_definition(name)  # an unknown client: one line
+    return str(name)
 
 
-def benchmark_scenario(f: BenchmarkFlags) -> Scenario:
-    """A scenario from the flags (module docstring): closed-loop clients at the first concurrency (a sweep
-    replaces it), random lengths as the client draws them, the engine's limits large enough for the largest
-    concurrency (max_num_seqs at least it; vLLM's default 256 otherwise)."""
-    if not f.drafts:
+def benchmark_data(g: Given, concurrency: Sequence[int] = (1,)) -> dict[str, Any]:
+    """The scenario a benchmark's flags ask (module docstring) as a scenario file's mapping: closed-loop clients at
+    the first concurrency (a sweep replaces it), fixed lengths (or the client's random ones about them), the
+    engine's limits large enough for the largest concurrency (max_num_seqs at least it; vLLM's default 256
+    otherwise); then every flag given written to its place (scenario/overrides.py)."""
+    missing = [FIELDS[n].flag for n in ("hardware", "model", "draft") if not g.given(n)]
+    if missing:
+        raise SpecsimError(f"simulate without a scenario needs {', '.join(missing)} (or give a scenario YAML)")
+    methods = [m.strip() for m in str(g["draft"]).split(",") if m.strip()]
+    if not methods:
         raise SpecsimError("--draft: name the draft to simulate (eagle3, mtp, ngram, a draft model, ...)")
-    if f.k is not None and not 0 <= f.k <= 32:
-        raise SpecsimError(f"-k must be in [0, 32], got {f.k}")
-    if f.acceptance_length is not None and not 1.0 <= f.acceptance_length <= 33.0:
-        raise SpecsimError(f"--acceptance-length must be in [1, k + 1], got {f.acceptance_length:g}")
-    if f.acceptance_length is not None and f.k is None:
-        raise SpecsimError("--acceptance-length is measured at a draft length: give -k too")
-    if f.acceptance_length is not None and f.k is not None and f.acceptance_length > f.k + 1:
-        raise SpecsimError(f"--acceptance-length {f.acceptance_length:g} exceeds k + 1 = {f.k + 1}")
-    client = f.client_name
-    itl_definition(client)  # an unknown client: one line
-    seqs = f.max_num_seqs or max(256, max(f.concurrency))
-    drafts: list[Json] = []
-    for d in f.drafts:
-        if f.acceptance_length is not None and d != "none":
-            drafts.append({"method": d, "acceptance": {"mean_length": f.acceptance_length, "k": f.k}})
-        else:
-            drafts.append(d)
-    data: dict[str, Any] = {
-        "name": "benchmark", "hardware": f.hardware, "model": f.model, "tp": f.tp, "weight_dtype": f.weight_dtype,
-        "kv_dtype": f.kv_dtype, "drafts": drafts, "max_k": max(8, f.k or 0),
-        "traffic": {"arrivals": {"process": "closed", "concurrency": int(f.concurrency[0])},
-                    "num_requests": max(PROMPTS_PER_CLIENT * int(f.concurrency[0]), MIN_PROMPTS),
-                    "prompt": _lengths(f.input_len, f.range_ratio, client, "--input-len"),
-                    "output": _lengths(f.output_len, f.range_ratio, client, "--output-len")},
-        "serving": {"max_num_seqs": seqs, "max_num_batched_tokens": max(8192, seqs),
-                    "speculation": "plan" if f.k is None else ({"k": f.k} if f.k else "off")},
+    seqs = int(g["max_num_seqs"]) if g.given("max_num_seqs") else max(256, max(concurrency))
+    c0 = int(concurrency[0])
+    template: dict[str, Any] = {
+        "name": "benchmark", "drafts": [{"method": m} for m in methods], "max_k": max(8, int(g["k"] or 0)),
+        "traffic": {"arrivals": {"process": "closed", "concurrency": c0},
+                    "num_requests": max(PROMPTS_PER_CLIENT * c0, MIN_PROMPTS),
+                    "prompt": {"dist": "fixed", "tokens": int(g["input_len"])},
+                    "output": {"dist": "fixed", "tokens": int(g["output_len"])}},
+        "serving": {"max_num_seqs": seqs, "max_num_batched_tokens": max(8192, seqs), "speculation": "plan"},
     }
-    data.update({key: getattr(f, key) for key in ("dp", "ep") if getattr(f, key) > 1})
-    if f.engine is not None:
-        data["engine"] = f.engine
-    task, _ = prompts_task(f.prompts, f.task)
+    data = override(template, g, client_of(g), every_draft=True)
+    task, _ = prompts_task(g["prompts"], g["task"] if g.given("task") else None)
     if task is not None:
         data["task"] = task
-    s = parse_scenario(data, "command line")
+    return data
+
+
+def benchmark_scenario(f: BenchmarkFlags | Given, concurrency: Sequence[int] | None = None) -> Scenario:
+    """The scenario of a benchmark's flags (`benchmark_data`), parsed as a file is."""
+    g = f.given() if isinstance(f, BenchmarkFlags) else f
+    points = f.concurrency if isinstance(f, BenchmarkFlags) and concurrency is None else (concurrency or (1,))
+    s = parse_scenario(benchmark_data(g, points), "command line")
     assert s.serving is not None
     # the engine's own limits apply unless --max-num-seqs was given (max_num_seqs above only sizes the run)
-    return dataclasses.replace(s, serving=dataclasses.replace(s.serving, seqs_given=f.max_num_seqs is not None))
+    return dataclasses.replace(s, serving=dataclasses.replace(s.serving, seqs_given=g.given("max_num_seqs")))
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +162,7 @@ class Frontier:
     gpus: int
     load: str
     acceptance_sources: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # load points that completed fewer requests than they sent
 
 
 def client_frame(frame: pd.DataFrame, gpus: int, client: str) -> pd.DataFrame:
@@ -227,6 +226,7 @@ def frontier(setup: Setup, rates: Sequence[float] | None = None, concurrencies: 
         cases, costs = sweep_cases(setup, rates, pol, drafts, concurrencies, num_prompts)
         workers = None if n_jobs == -1 else n_jobs
         frame = sweep_many([(cases, costs)], setup.slo, setup.pricing, workers)[0]
+    notes = _completion_notes(setup, frame)
     gpus = setup.gpus_per_replica
     rows = client_frame(frame, gpus, client)
     load = load_column(rows)
@@ -237,4 +237,23 @@ def frontier(setup: Setup, rates: Sequence[float] | None = None, concurrencies: 
     choices = recommend(rows, margin)
     _, sources = setup.mix()
     return Frontier(rows, r, crossovers(rows), choices, _engine_configs(setup, choices, load), client, gpus, load,
-                    sources)
+                    sources, notes)
+
+
+def _completion_notes(setup: Setup, frame: pd.DataFrame) -> tuple[str, ...]:
+    """What the rows that completed fewer requests than they sent mean (requests longer than the KV cache are
+    rejected, `engine.simulate`); SpecsimError when no row completed any: there is no frontier to read."""
+    short = frame[frame["completed"] < frame["requests"]]
+    if short.empty:
+        return ()
+    prompt, output = mean_lengths(setup.traffic)
+    kv = int(frame["kv_capacity_tokens"].max())
+    why = (f"a request's prompt + output (mean {prompt + output:,.0f} tokens) must fit the KV cache ({kv:,} tokens "
+           "at most here) with one step's draft tokens")
+    if not (frame["completed"] > 0).any():
+        raise SpecsimError(f"no load point completed a request: {why}; shorten the requests or give the model more "
+                           "memory (more GPUs, fp8 weights or KV)")
+    load = load_column(frame)
+    points = ", ".join(f"{configuration(d, p)} at {load} {x:g} ({int(c)} of {int(n)})" for d, p, x, c, n in zip(
+        short["draft"], short["policy"], short[load], short["completed"], short["requests"], strict=True))
+    return (f"requests rejected ({points} completed): {why}",)

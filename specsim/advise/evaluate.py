@@ -11,7 +11,7 @@ always reported them, so a command with two mistakes names the same one it alway
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +29,10 @@ from specsim.cost.costmodel import describe as cost_model_label
 from specsim.cost.hardware import load_hardware
 from specsim.cost.layout import Layout, check_layout
 from specsim.cost.model import load_model
+from specsim.cost.roofline import Array
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
-from specsim.engines.profile import load_engine
+from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
 from specsim.step.economics import StepMetrics, ratio_step_metrics, step_metrics
 from specsim.step.evaluate import (
@@ -74,13 +75,19 @@ class RealCost:
     draft: str
     tp: int = 1
     draft_tp: int | None = None
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "native"  # the checkpoint's own, as the engines load it
     kv_dtype: str = "bf16"
     topk: int | None = None
     num_draft_tokens: int | None = None
     engine: str = DEFAULT_ENGINE  # a bundled name or version, or a profile YAML path
     cost_model: str | None = None  # None: the hardware profile's
     layout: Layout | None = None  # DP attention, EP, pipeline, context parallelism beside tp (cost/layout.py)
+    window: int | None = None  # lookahead's window and guesses (None: the family's defaults)
+    guesses: int | None = None
+    task: str | None = None  # the acceptance prior's keys (None: chat, greedy, the method's usual head)
+    temperature: float | None = None
+    checkpoint: str | None = None
+    memory_utilization: float = 0.9  # vLLM's --gpu-memory-utilization default
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,14 @@ class RealStep(StepResult):
     gpus: int
     layout: str
     expected_k: float | None = None  # adaptive draft length: the drafts verified per step, on average
+    model: str = ""  # the echo of what was priced: the resolved model, its weights, KV dtype and draft shape
+    weights: str = ""
+    kv_dtype: str = ""
+    shape: str = ""
+    verify_tokens_per_seq: float = 1.0  # tokens each sequence feeds the verification pass (adaptive: expected)
+    where: str = ""  # GPUs and their profile: 8x h100-sxm
+    hardware: str = ""  # the profile's name
+    table_share: float = float("nan")  # the share of the verify pass the measured tables priced (NaN: roofline)
 
 
 def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
@@ -202,6 +217,9 @@ def tree_probs(spec: TreeSpec, sibling_probs: FloatList | None,
     """A tree's acceptance by (depth, sibling rank): the file's own table, else --sibling-probs, else the
     hazard model over the chain rates `rates(depth)` (the profile's, or the draft's prior)."""
     if spec.probs is not None:
+        if sibling_probs is not None:
+            raise SpecsimError("the tree file has its own acceptance table: --sibling-probs would change nothing "
+                               "(give one or the other)")
         return spec.probs
     if sibling_probs is not None:
         return np.asarray(sibling_probs())
@@ -276,22 +294,29 @@ def _real_profile(a: Acceptance, k: int | None) -> AcceptanceProfile | None:
     return acceptance_profile(a, k)
 
 
-def _target_and_draft(cost: RealCost, profile: AcceptanceProfile | None) -> tuple[Target, Draft]:
-    """The Target as its engine runs it and the Draft (with the given acceptance, else its prior)."""
+def target_and_draft(cost: RealCost, profile: AcceptanceProfile | None, held_out_source: str | None = None,
+                     engines: Mapping[str, EngineProfile] | None = None) -> tuple[Target, Draft]:
+    """The Target as its engine runs it and the Draft (with the given acceptance, else its prior, from which
+    `held_out_source`'s entries are left out); `engines` replaces bundled engine profiles by name (the engine
+    fit tries parameter values this way)."""
     hw = load_hardware(cost.hardware)
     if cost.cost_model is not None:
         hw = hw.with_cost_model(cost.cost_model)
     bundled = "/" not in cost.engine and not cost.engine.endswith((".yaml", ".yml"))
-    target = Target(hw, load_model(cost.model), cost.tp, cost.weight_dtype, cost.kv_dtype,
-                    engine=bundled_engine(cost.engine) if bundled else load_engine(cost.engine), layout=cost.layout)
+    name = cost.engine.strip().lower() if bundled else cost.engine
+    engine = (engines[name] if engines and name in engines else bundled_engine(name) if bundled
+              else load_engine(cost.engine))
+    target = Target(hw, load_model(cost.model), cost.tp, cost.weight_dtype, cost.kv_dtype, cost.memory_utilization,
+                    engine=engine, layout=cost.layout)
     target.model.check_tp(cost.tp, "--tp")
     if cost.layout is not None:
         check_layout(cost.layout, target.model.n_experts)
     spec: dict[str, object] = {"method": cost.draft}
-    for key in ("draft_tp", "topk", "num_draft_tokens"):
+    for key in ("draft_tp", "topk", "num_draft_tokens", "window", "guesses", "checkpoint"):
         if getattr(cost, key) is not None:
             spec[key] = getattr(cost, key)
-    d = make_draft(spec, target.model, "--draft")
+    d = make_draft(spec, target.model, "--draft", task=cost.task, temperature=cost.temperature,
+                   held_out_source=held_out_source)
     return target, d if profile is None else dataclasses.replace(d, acceptance=profile)
 
 
@@ -330,36 +355,71 @@ def checked_memory(target: Target, d: Draft, k: int, batch: int, context: int) -
     need, cap = float(mem.total / GIB), float(mem.capacity / GIB)
     raise SpecsimError(f"does not fit: {need:.1f} GiB needed of {cap:.1f} GiB per GPU for {target.model.name} "
                        f"on {target.where} at batch {batch}, context {context}, "
-                       f"{target.weight_dtype} weights, {why}; lower --batch or --context, raise --tp, or use "
-                       "--weight-dtype fp8 / --kv-dtype fp8")
+                       f"{target.model.precision_label(target.weight_dtype)} weights, {why}; lower --batch or "
+                       "--context, raise --tp, or give smaller weights (--weight-dtype fp8, nvfp4, ...) or "
+                       "--kv-dtype fp8")
 
 
 def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
     """The roofline route: the same `config_metrics` that `specsim plan` uses."""
-    target, d = _target_and_draft(cost, _real_profile(req.acceptance, req.k))
+    target, d = target_and_draft(cost, _real_profile(req.acceptance, req.k))
     k, tokens, verify_q = _real_shape(req, d)
+    target.model.check_context(req.context, "context")
     mem = checked_memory(target, d, k, req.batch, req.context)
     expected_k = None
+    vq = verify_q if verify_q is not None else float(d.verify_tokens_per_seq(k)) if k and d.speculates else 1.0
     if req.adaptive is not None:
-        m, expected_k = _adaptive_metrics(req, target, d, k, tokens)
+        m, expected_k, vq = _adaptive_metrics(req, target, d, k, tokens)
     else:
         m = config_metrics(target, d, k, req.batch, req.context, tokens_per_step=tokens,
                            verify_tokens_per_seq=verify_q, extra_overhead_s=req.overhead_ms / 1e3)
     measured = req.acceptance.mean_length is not None
     source = "measured acceptance length" if measured else d.acceptance.source
-    label = cost_model_label(target.hardware)
-    note = (f"{label} cost model: {target.model.name} on {target.where} as "
-            f"{target.engine.name} runs it, draft {d.label} ({d.method}), acceptance "
-            + ("measured (--acceptance-length)" if measured else d.acceptance.source
-               + (f"; {d.acceptance.note}" if d.acceptance.note else "")))
+    label, share = cost_label(target, req.batch, vq, req.context)
+    tables = "" if np.isnan(share) else f", {float(share):.0%} of the verify pass from the tables"
+    note = (f"{label}{tables} cost model: {target.model.name} on {target.where} as {target.engine.name} runs it, draft "
+            f"{d.label} ({d.method}), acceptance " + ("measured (--acceptance-length)" if measured else source))
     return RealStep(m, req.batch, req.context, source, note, d.label, d.method, target.engine.name,
                     d.acceptance.note if d.acceptance.note and not measured else None,
                     float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp,
-                    target.gpus, str(target.layout or f"tp {target.tp}"), expected_k)
+                    target.gpus, str(target.layout or f"tp {target.tp}"), expected_k, target.model.name,
+                    weights_label(cost.weight_dtype, target), target.kv_dtype, _shape_label(req, d, k, verify_q), vq,
+                    target.where, target.hardware.name, float(share))
+
+
+def cost_label(target: Target, batch: ArrayLike, verify_q: ArrayLike, context: ArrayLike) -> tuple[str, Array]:
+    """(the cost model priced, as the echo names it: "roofline", or whose tables; the share of the verify pass's
+    kernel time the measured tables priced, per point: NaN on the roofline) (cost/table_coverage.py)."""
+    e = target.engine
+    label = cost_model_label(target.hardware, e.framework)
+    if target.hardware.cost_model.backend != "table":
+        return label, np.full(np.shape(np.broadcast_arrays(batch, verify_q, context)[0]), np.nan)
+    from specsim.cost.table_coverage import pass_coverage
+
+    cov = pass_coverage(target.model, target.hardware, batch, verify_q, context, target.par, target.weight_dtype,
+                        target.kv_dtype, e.allreduce, e.alltoall, e.framework)
+    return label, cov.share
+
+
+def weights_label(asked: str, target: Target) -> str:
+    """The weights priced, as a person reads them (`fp8`, `bf16, experts nvfp4 (as shipped: modelopt NVFP4)`);
+    `target` has resolved `asked` already."""
+    return target.model.precision_label(asked)
+
+
+def _shape_label(req: EvaluateRequest, d: Draft, k: int, verify_q: float | None) -> str:
+    """The draft shape priced: a chain, a tree (the file's or topk x nodes), an adaptive chain."""
+    if req.tree is not None:
+        return f"tree of {int(verify_q or 1) - 1} nodes, depth {k} ({req.tree.name})"
+    if d.is_tree:
+        return f"tree topk {d.topk} x {d.num_draft_tokens} nodes"
+    if req.adaptive is not None:
+        return f"chain up to k={k}, adaptive stop ({req.adaptive.convention})"
+    return f"chain k={k}" if d.speculates else "none (plain decoding)"
 
 
 def _adaptive_metrics(req: EvaluateRequest, target: Target, d: Draft, k: int, tokens: float | None
-                      ) -> tuple[StepMetrics, float]:
+                      ) -> tuple[StepMetrics, float, float]:
     """A chain capped at k whose drafter stops on its own signal (acceptance/adaptive.py): the expected tokens
     per step, the expected draft passes, and the verify tokens per sequence of a padded batch (1 + E[max k] over
     the batch: engines that capture a graph per request count, SGLang, TensorRT-LLM) or a ragged one (1 + E[k]:
@@ -379,4 +439,4 @@ def _adaptive_metrics(req: EvaluateRequest, target: Target, d: Draft, k: int, to
                     np.asarray(verify_q), req.overhead_ms / 1e3 if passes > 0 else 0.0)
     out = step_metrics(m.tokens_per_step, m.draft_time_s, m.verify_time_s, m.baseline_step_time_s, m.batch,
                        m.overhead_time_s)
-    return out, float(stats.expected_k)
+    return out, float(stats.expected_k), verify_q

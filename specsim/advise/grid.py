@@ -1,136 +1,116 @@
-"""Many configurations at once: one row per question, vectorised per setup.
+"""Many `evaluate` questions at once: one row per question, its columns named as evaluate's options.
 
-`evaluate_grid` takes a table whose columns are named as `specsim evaluate`'s flags (hardware, model,
-tp, engine, draft, k, topk, num_draft_tokens, draft_tp, batch, context, weight_dtype, kv_dtype,
-alpha, acceptance_length, cost_model, and task / temperature / checkpoint for the acceptance prior
-(prior_held_out_source: a source whose prior entries are left out, for validation); blank =
-default; other columns carried through) and adds the step
-economics of every row. Rows sharing a setup (everything but k, batch, context and acceptance) go
-through one `plan.evaluate.step_arrays` call, so 10,000 questions cost a few numpy calls. A row that
-cannot be evaluated gets its reason in `error` and blank outputs; a configuration that does not fit
-in memory is reported as such, never as a speedup.
+A row is read by the same fields (`specsim.fields`) and checked by the same `advise.request.evaluate_request` as
+the flags, so a column is refused, defaulted or priced exactly as its flag is; its answer has the keys evaluate's
+JSON has (`advise.answer.ANSWER`), then `error`. A blank cell is a flag not given.
+
+Speed: rows that share everything but the per-row axes (k, batch, context, alpha, acceptance_length) are one
+setup, checked once and priced by one `step.evaluate.step_arrays` call, so 10,000 questions cost a few numpy
+calls. A setup whose question only the scalar route prices (a tree file, per-position rates, a metrics file,
+adaptive drafting, the abstract cost model) is priced row by row through `evaluate_step` itself. A row that
+cannot be answered gets its reason in `error` and blank figures; one that does not fit in memory is reported as
+such, never as a speedup.
+
+`evaluate_grid` also takes two columns of the validation's own (INTERNAL), which the CLI's grid refuses.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from specsim.acceptance.chain import AcceptanceProfile
-from specsim.cost.hardware import load_hardware
-from specsim.cost.hardware_profile import HardwareProfile
-from specsim.cost.layout import check_layout, make_layout
-from specsim.cost.model import ModelSpec, load_model
-from specsim.drafts.build import make_draft
+from specsim.advise.answer import ANSWER, TEXT, record
+from specsim.advise.evaluate import (
+    EvaluateRequest,
+    RealCost,
+    cost_label,
+    evaluate_step,
+    target_and_draft,
+    weights_label,
+)
+from specsim.advise.request import evaluate_request
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile
 from specsim.errors import SpecsimError
-from specsim.step.evaluate import DEFAULT_ENGINE, Target, bundled_engine, memory_per_gpu, step_arrays
+from specsim.fields import FIELDS, Given, fields_of, spelling, unknown_names
+from specsim.step.evaluate import Target, memory_per_gpu, step_arrays
 
-#: Input columns and their defaults (None: required for speculative rows / optional).
-INPUTS: dict[str, Any] = {
-    "hardware": None, "model": None, "tp": 1, "engine": "", "draft": "none", "k": None, "topk": 1,
-    "num_draft_tokens": None, "draft_tp": None, "batch": 1, "context": 1024, "weight_dtype": "bf16",
-    "kv_dtype": "bf16", "alpha": None, "acceptance_length": None, "window": None, "guesses": None,
-    "check_memory": True, "task": None, "temperature": None, "checkpoint": None, "cost_model": None,
-    "prior_held_out_source": None, "dp": 1, "ep": 1, "pp": 1, "cp": 1, "layer_split": False,
-}
-#: Columns `evaluate_grid` adds.
-OUTPUTS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "baseline_step_ms", "speedup", "throughput_tok_s",
-           "ms_per_token", "memory_gib", "memory_capacity_gib", "acceptance_source", "error")
-SETUP = ("hardware", "model", "tp", "engine", "draft", "topk", "num_draft_tokens", "draft_tp", "weight_dtype",
-         "kv_dtype", "window", "guesses", "check_memory", "task", "temperature", "checkpoint", "cost_model",
-         "prior_held_out_source", "dp", "ep", "pp", "cp", "layer_split")
-ALIASES = {"dtype": "weight_dtype", "acceptance-length": "acceptance_length", "tau": "acceptance_length",
-           "cost-model": "cost_model"}
+#: validation's columns: keep a research loop's memory unchecked; leave the context unchecked against the model's
+#: window (a published run ran a long-context variant of the architecture: TriForce's Yarn-extended Llama-2 128k);
+#: hold a source's priors out
+INTERNAL = {"check_memory": True, "check_context": True, "prior_held_out_source": None}
+#: the per-row axes of a setup (module docstring), and a valid value of each that stands in for the row's own
+#: while the setup is checked (each row's own value is checked on its own)
+AXES = ("k", "batch", "context", "alpha", "acceptance_length")
+_PLACEHOLDER = {"k": 1, "batch": 1, "context": 0, "alpha": 0.5, "acceptance_length": 1.0}
+OUTPUTS = (*ANSWER, "error")
+COLUMNS = spelling("evaluate")
 
 
-@lru_cache(maxsize=64)
-def _hardware(name: str) -> HardwareProfile:
-    return load_hardware(name)
-
-
-@lru_cache(maxsize=256)
-def _model(name: str) -> ModelSpec:
-    return load_model(name)
+def check_columns(columns: list[str], where: str) -> None:
+    """A grid's columns must be evaluate's fields (old spellings included): an answer's column or an unknown
+    one is refused, naming the nearest field."""
+    answer = [c for c in columns if c in OUTPUTS]
+    if answer:
+        raise SpecsimError(f"{where}: column {answer[0]!r} is an answer, not a question (drop the answer columns)")
+    bad = unknown_names([str(c) for c in columns], COLUMNS, "column",
+                        "a grid's columns are evaluate's options, spelt tp, weight_dtype, ...: specsim evaluate --help")
+    if bad is not None:
+        raise SpecsimError(f"{where}: {bad}")
+    dup = [c for c in set(map(COLUMNS.get, columns)) if list(map(COLUMNS.get, columns)).count(c) > 1]
+    if dup:
+        raise SpecsimError(f"{where}: column {dup[0]!r} is given twice (under its name and an old one)")
 
 
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str)
-                                                                                and not value.strip())
+    return value is None or (isinstance(value, float) and np.isnan(value)) or (
+        isinstance(value, str) and not value.strip())
 
 
-def normalise(frame: pd.DataFrame) -> pd.DataFrame:
-    """Input columns under their canonical names, blanks filled with defaults (a copy)."""
-    df = frame.rename(columns={k: v for k, v in ALIASES.items() if k in frame.columns and v not in frame.columns})
-    df = df.copy()
-    for col, default in INPUTS.items():
-        if col not in df.columns:
-            df[col] = default
-        elif default is not None:
-            df[col] = df[col].where(~df[col].map(_blank), default)
-    return df
+def row_given(row: Mapping[Any, Any]) -> Given:
+    """A row's question: each non-blank cell parsed by its field (SpecsimError naming the column)."""
+    values: dict[str, Any] = {}
+    typed = set()
+    for f in fields_of("evaluate"):
+        cell = row.get(f.name)
+        if _blank(cell):
+            values[f.name] = f.default
+        else:
+            values[f.name] = f.parse(cell, f"column {f.name!r}")
+            typed.add(f.name)
+    return Given(values, frozenset(typed), "column")
 
 
-def _setup(row: pd.Series, engines: Mapping[str, EngineProfile] | None = None) -> tuple[Target, Draft]:
-    """The Target and Draft of a setup row (SpecsimError when a name or value is wrong); `engines`
-    overrides bundled engine profiles by name (the engine fit tries parameter values this way)."""
-    hw = _hardware(str(row["hardware"]).strip())
-    if not _blank(row["cost_model"]):
-        hw = hw.with_cost_model(str(row["cost_model"]).strip().lower())
-    model = _model(str(row["model"]).strip())
-    tp = _int(row["tp"], "tp", 1)
-    name = str(row["engine"]).strip().lower() or DEFAULT_ENGINE
-    e = engines[name] if engines and name in engines else bundled_engine(name)
-    dp, ep, pp, cp = (_int(row[key], key, 1) for key in ("dp", "ep", "pp", "cp"))
-    layout = make_layout(tp, dp, ep, pp, cp, layer_split=not _blank(row["layer_split"]) and _flag(row["layer_split"]),
-                         flag="")
-    check_layout(layout, model.n_experts, "")
-    t = Target(hw, model, tp, str(row["weight_dtype"]), str(row["kv_dtype"]), engine=e, layout=layout)
-    spec: dict[str, Any] = {"method": str(row["draft"]).strip()}
-    for key in ("topk", "num_draft_tokens", "draft_tp", "window", "guesses"):
-        if not _blank(row[key]):
-            spec[key] = _int(row[key], key, 1)
-    if not _blank(row["checkpoint"]):
-        spec["checkpoint"] = str(row["checkpoint"]).strip()
-    task = None if _blank(row["task"]) else str(row["task"]).strip()
-    temperature = None if _blank(row["temperature"]) else _float(row["temperature"], "temperature")
-    held_out = None if _blank(row["prior_held_out_source"]) else str(row["prior_held_out_source"])
-    return t, make_draft(spec, model, "draft", task=task, temperature=temperature, held_out_source=held_out)
+def _vectorised(req: EvaluateRequest) -> bool:
+    """Whether the setup is priced by one step_arrays call (module docstring)."""
+    a = req.acceptance
+    return (isinstance(req.cost, RealCost) and req.tree is None and req.sibling_probs is None and a.alphas is None
+            and a.file is None and req.adaptive is None and req.overhead_ms == 0)
 
 
-def _float(value: Any, name: str) -> float:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise SpecsimError(f"{name} must be a number >= 0, got {value!r}") from None
-    if not (np.isfinite(f) and f >= 0):
-        raise SpecsimError(f"{name} must be a number >= 0, got {value!r}")
-    return f
-
-
-def _int(value: Any, name: str, lo: int) -> int:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise SpecsimError(f"{name} must be an integer >= {lo}, got {value!r}") from None
-    if not np.isfinite(f) or f != round(f) or f < lo:
-        raise SpecsimError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(f)
-
-
-def _flag(value: Any) -> bool:
-    """A yes/no cell: true unless it reads false / no / 0."""
-    return str(value).strip().lower() not in ("false", "no", "0", "0.0")
-
-
-def _numbers(df: pd.DataFrame, col: str) -> np.ndarray:
-    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+def _axis(df: pd.DataFrame, name: str, error: np.ndarray) -> np.ndarray:
+    """A per-row axis as floats (NaN where blank), each distinct cell parsed by its field; a bad cell's reason
+    goes to `error`."""
+    f = FIELDS[name]
+    out = np.full(len(df), np.nan)
+    if name not in df.columns:
+        return out
+    cells = df[name]
+    for cell in cells.dropna().unique():
+        rows = (cells == cell).to_numpy()
+        if _blank(cell):
+            continue
+        try:
+            out[rows] = float(f.parse(cell, f"column {name!r}"))
+        except SpecsimError as exc:
+            error[rows & (error == "")] = str(exc)
+    return out
 
 
 def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, tau: np.ndarray,
@@ -142,17 +122,15 @@ def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, 
     tps[plain] = 1.0
     source[plain] = "none (plain decoding)"
     given = ~plain & np.isfinite(tau)
-    bad = given & ~((tau >= 1.0 - 1e-9) & (tau <= q + 1e-9))
-    error[bad] = [f"acceptance_length {x:g} is outside [1, {v:g}] (tokens per step incl. the bonus token)"
-                  for x, v in zip(tau[bad], q[bad], strict=True)]
+    bad = given & ~(tau <= q + 1e-9)
+    error[bad & (error == "")] = [f"acceptance_length {x:g} is outside [1, {v:g}] (tokens per step incl. the "
+                                  "bonus token)" for x, v in zip(tau[bad & (error == "")], q[bad & (error == "")],
+                                                                 strict=True)]
     tps[given & ~bad] = tau[given & ~bad]
     source[given] = "measured acceptance length"
     use_alpha = ~plain & ~given & np.isfinite(alpha)
-    bad_a = use_alpha & ~((alpha >= 0) & (alpha <= 1))
-    error[bad_a] = [f"alpha must lie in [0, 1], got {a:g}" for a in alpha[bad_a]]
-    for a, kk in {(float(a), int(kk)) for a, kk in zip(alpha[use_alpha & ~bad_a], k[use_alpha & ~bad_a],
-                                                          strict=True)}:
-        rows = use_alpha & ~bad_a & (alpha == a) & (k == kk)
+    for a, kk in {(float(a), int(kk)) for a, kk in zip(alpha[use_alpha], k[use_alpha], strict=True)}:
+        rows = use_alpha & (alpha == a) & (k == kk)
         tps[rows] = dataclasses.replace(d, acceptance=AcceptanceProfile.from_alpha(a)).tokens_per_step(kk)
         source[rows] = f"alpha={a:g}"
     prior = ~plain & ~given & ~use_alpha
@@ -160,71 +138,124 @@ def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, 
     for kk in np.unique(k[prior]).astype(int):
         rows = prior & (k == kk)
         if known is not None and kk > known:
-            error[rows] = f"k = {kk} exceeds the {known} positions the acceptance profile knows"
+            error[rows & (error == "")] = f"k = {kk} exceeds the {known} positions the acceptance profile knows"
             continue
         tps[rows] = d.tokens_per_step(kk)
         source[rows] = d.acceptance.source
     return tps, source
 
 
-def _evaluate_setup(df: pd.DataFrame, t: Target, d: Draft, out: dict[str, np.ndarray], idx: np.ndarray) -> None:
-    n = len(df)
-    error = np.full(n, "", dtype=object)
-    k = _numbers(df, "k")
+def _shapes(d: Draft, k: np.ndarray) -> np.ndarray:
+    """priced_draft per row, as evaluate spells it."""
     if not d.speculates:
-        k = np.where(np.isnan(k), 0.0, k)
-    batch, ctx = _numbers(df, "batch"), _numbers(df, "context")
-    for name, arr, lo in (("k", k, 0), ("batch", batch, 1), ("context", ctx, 0)):
-        bad = ~(np.isfinite(arr) & (arr >= lo) & (arr == np.round(arr)))
-        error[bad & (error == "")] = [f"{name} must be an integer >= {lo}, got {v}" for v in
-                                      df[name].to_numpy()[bad & (error == "")]]
+        return np.full(k.shape, f"{d.label}: none (plain decoding)", dtype=object)
+    if d.is_tree:
+        return np.full(k.shape, f"{d.label}: tree topk {d.topk} x {d.num_draft_tokens} nodes", dtype=object)
+    return np.array([f"{d.label}: chain k={int(x)}" for x in k], dtype=object)
+
+
+def _price_setup(df: pd.DataFrame, t: Target, d: Draft, cost: RealCost, checks: tuple[bool, bool],
+                 error: np.ndarray) -> dict[str, np.ndarray]:
+    """The answer columns of a vectorised setup's rows (NaN / '' where `error` says why not)."""
+    n = len(df)
+    check_memory, check_context = checks
+    k, batch, ctx, alpha, tau = (_axis(df, name, error) for name in AXES)
+    k = np.where(np.isnan(k), 0.0 if not d.speculates else np.nan, k)
+    error[np.isnan(k) & (error == "")] = "give the draft length --k K (or a --tree FILE)"
+    batch = np.where(np.isnan(batch), float(FIELDS["batch"].default), batch)
+    ctx = np.where(np.isnan(ctx), float(FIELDS["context"].default), ctx)
     ok = error == ""
     k, batch, ctx = (np.where(ok, a, 1.0) for a in (k, batch, ctx))
-    q = np.asarray(d.verify_tokens_per_seq(k), dtype=float) if d.speculates else np.ones(n)
-    tps, source = _tokens_per_step(d, k, np.where(k > 0, q, 1.0), _numbers(df, "alpha"),
-                                   _numbers(df, "acceptance_length"), error)
+    q = np.where(k > 0, np.asarray(d.verify_tokens_per_seq(k), dtype=float), 1.0) if d.speculates else np.ones(n)
+    tps, source = _tokens_per_step(d, k, q, alpha, tau, error)
     m = step_arrays(t, d, k, batch, ctx, np.where(np.isfinite(tps), tps, 1.0))
-    values = {name: np.broadcast_to(v, (n,)) for name, v in m.as_dict().items()}
-    mem_gib = np.full(n, np.nan)
-    cap_gib = np.full(n, np.nan)
+    out: dict[str, np.ndarray] = {name: np.broadcast_to(np.asarray(v, float), (n,)).copy()
+                                  for name, v in m.as_dict().items()}
+    out["tokens_per_step"] = tps
+    mem_gib, cap_gib = np.full(n, np.nan), np.full(n, np.nan)
     for kk in np.unique(k).astype(int):
         rows = k == kk
         mem = memory_per_gpu(t, d, kk, batch[rows], ctx[rows])
-        mem_gib[rows] = mem.total / 2**30
-        cap_gib[rows] = mem.capacity / 2**30
-    no_fit = (error == "") & (mem_gib > cap_gib) & _flag(df["check_memory"].iloc[0])
+        mem_gib[rows], cap_gib[rows] = mem.total / 2**30, mem.capacity / 2**30
+    label, share = cost_label(t, batch, q, ctx)
+    window = t.model.max_context_tokens
+    too_long = (error == "") & (ctx > window) & check_context & (window > 0)
+    error[too_long] = [f"{t.model.name}: context {c:,.0f} tokens exceeds its {window:,}-token window"
+                       for c in ctx[too_long]]
+    no_fit = (error == "") & (mem_gib > cap_gib) & check_memory
     error[no_fit] = [f"does not fit: {a:.1f} GiB per GPU needed of {c:.1f} GiB" for a, c in
                      zip(mem_gib[no_fit], cap_gib[no_fit], strict=True)]
-    good = error == ""
-    for name in OUTPUTS[:8]:
-        out[name][idx] = np.where(good, values[name], np.nan)
-    out["tokens_per_step"][idx] = np.where(good, tps, np.nan)
-    out["memory_gib"][idx] = mem_gib
-    out["memory_capacity_gib"][idx] = cap_gib
-    out["acceptance_source"][idx] = np.where(good, source, "")
-    out["error"][idx] = error
+    out.update(memory_gib_per_gpu=mem_gib, memory_capacity_gib=cap_gib, verify_tokens_per_seq=q,
+               expected_k=np.full(n, np.nan), gpus=np.full(n, float(t.gpus)), acceptance_source=source,
+               priced_hardware=np.full(n, t.hardware.name, dtype=object),
+               priced_model=np.full(n, t.model.name, dtype=object),
+               priced_kv_dtype=np.full(n, t.kv_dtype, dtype=object),
+               priced_weights=np.full(n, weights_label(cost.weight_dtype, t), dtype=object),
+               priced_layout=np.full(n, str(t.layout or f"tp {t.tp}"), dtype=object),
+               priced_engine=np.full(n, t.engine.name, dtype=object),
+               priced_cost_model=np.full(n, label, dtype=object), table_share=share, priced_draft=_shapes(d, k))
+    return out
 
 
-def evaluate_grid(frame: pd.DataFrame, engines: Mapping[str, EngineProfile] | None = None) -> pd.DataFrame:
-    """`frame` with OUTPUTS appended (see the module docstring); row order and other columns kept.
-    `engines` replaces bundled engine profiles by name."""
-    df = normalise(frame).reset_index(drop=True)
+def _scalar(df: pd.DataFrame, base: Path | None, error: np.ndarray) -> dict[str, np.ndarray]:
+    """The answer columns of rows priced one by one through evaluate itself."""
+    out: dict[str, np.ndarray] = {key: np.full(len(df), None if key in TEXT else np.nan, dtype=object if key in TEXT
+                                               else float) for key in ANSWER}
+    for i, (_, row) in enumerate(df.iterrows()):
+        try:
+            rec = record(evaluate_step(evaluate_request(row_given(row.to_dict()), base)))
+        except SpecsimError as exc:
+            error[i] = str(exc)
+            continue
+        for key, value in rec.items():
+            out[key][i] = (np.nan if key not in TEXT else None) if value is None else value
+    return out
+
+
+def _setup_answers(df: pd.DataFrame, base: Path | None, engines: Mapping[str, EngineProfile] | None,
+                   ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The answer columns of one setup's rows, and their errors."""
+    error = np.full(len(df), "", dtype=object)
+    first = df.iloc[0]
+    stand_in = {key: _PLACEHOLDER[key] for key in AXES if key in first.index and not _blank(first[key])}
+    req = evaluate_request(row_given({**{str(c): v for c, v in first.items()}, **stand_in}), base)
+    if not _vectorised(req):
+        return _scalar(df, base, error), error
+    assert isinstance(req.cost, RealCost)
+    held = first.get("prior_held_out_source", INTERNAL["prior_held_out_source"])
+    t, d = target_and_draft(req.cost, None, None if _blank(held) else str(held), engines)
+    checks = tuple(bool(True if _blank(first.get(c)) else first.get(c)) for c in ("check_memory", "check_context"))
+    return _price_setup(df, t, d, req.cost, (checks[0], checks[1]), error), error
+
+
+def evaluate_grid(frame: pd.DataFrame, engines: Mapping[str, EngineProfile] | None = None,
+                  base: Path | None = None) -> pd.DataFrame:
+    """`frame` with OUTPUTS appended (module docstring), row order and its other columns kept; relative paths
+    in cells are read from `base`; `engines` replaces bundled engine profiles by name."""
+    result = frame.reset_index(drop=True).copy()
+    df = result.rename(columns={c: COLUMNS[c] for c in result.columns if c in COLUMNS})
     n = len(df)
-    out: dict[str, np.ndarray] = {name: np.full(n, np.nan) for name in OUTPUTS[:10]}
-    out["acceptance_source"] = np.full(n, "", dtype=object)
-    out["error"] = np.full(n, "", dtype=object)
-    missing = df["hardware"].map(_blank) | df["model"].map(_blank)
-    out["error"][missing.to_numpy()] = "hardware and model are required"
-    keys = df[list(SETUP)].astype(str)
-    for _, group in df[~missing].groupby([keys[c] for c in SETUP], sort=False, dropna=False):
+    out: dict[str, np.ndarray] = {key: np.full(n, None if key in TEXT else np.nan, dtype=object if key in TEXT
+                                               else float) for key in ANSWER}
+    error = np.full(n, "", dtype=object)
+    setup = [c for c in df.columns if c in FIELDS and c not in (*AXES, "label")]
+    setup += [c for c in INTERNAL if c in df.columns]
+    presence = [df[c].map(_blank).rename(f"{c} blank") for c in AXES if c in df.columns]
+    keys = [df[c].astype(str) for c in setup] + presence
+    groups = df.groupby(keys, sort=False, dropna=False) if keys else [(None, df)]
+    for _, group in groups:
         idx = group.index.to_numpy()
         try:
-            t, d = _setup(group.iloc[0], engines)
+            answers, errors = _setup_answers(group, base, engines)
         except SpecsimError as exc:
-            out["error"][idx] = str(exc)
+            error[idx] = str(exc)
             continue
-        _evaluate_setup(group, t, d, out, idx)
-    result = frame.reset_index(drop=True).copy()
-    for name in OUTPUTS:
-        result[name] = out[name]
+        good = errors == ""
+        for key, values in answers.items():
+            blank: Any = None if key in TEXT else np.nan
+            out[key][idx] = np.where(good, values, blank)
+        error[idx] = errors
+    for key in ANSWER:
+        result[key] = out[key]
+    result["error"] = error
     return result

@@ -1,70 +1,164 @@
-"""The CLI's one vocabulary (README, "One CLI vocabulary"): every command spells a shared option the
-same way, with the same meaning, so that each is defined once here.
+"""The CLI's one vocabulary: every option that is a field of a question is built here from its one definition
+(`specsim.fields.FIELDS`: name, help, type, bounds, which commands take it), so that a flag is spelt, typed,
+bounded and documented the same in every command, as its grid column and scenario key are.
+
+`fields_command(door)` gives a command every field of that door as an option (grouped under its panel in
+--help) and calls the command with a `Given`: the values, parsed and checked by the field, and which of them
+the user typed. Options that are not fields (--format, --grid, --plot, ...) stay in the command's signature.
 
 Rule for lists: option names are singular; an option that is an axis of the output (``--tokens`` in
-ops/forward; ``--batch``, ``--context``, ``--alpha-grid`` in sweep) takes a list (1,2,4 | 1-16 |
-1:16:4 | 1:4096:x2), anywhere else one value.
+ops/forward; ``--batch``, ``--context``, ``--alpha-grid`` in sweep; ``--concurrency`` in simulate) takes a
+list (1,2,4 | 1-16 | 1:16:4 | 1:4096:x2), anywhere else one value.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Annotated
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from specsim.errors import SpecsimError
+from specsim.fields import FIELDS, METAVARS, Field, Given, fields_of
 
 if TYPE_CHECKING:
     from specsim.scenario.scenario import Scenario
 
 FORMAT_HELP = "table | csv | json | markdown"
-MAX_BATCH = 1_000_000
-MAX_CONTEXT = 1_000_000_000
 
+
+def option(name: str, help: str | None = None, panel: bool = False) -> Any:
+    """The typer option of field `name`: its flags, help, metavar and default as FIELDS states them (`help`
+    replaces the help where a command reads the field differently, e.g. plan's overrides)."""
+    from rich.markup import escape  # typer renders help as rich markup: "[default: 1]" would vanish as a tag
+
+    f = FIELDS[name]
+    text = help or f.help
+    default = "" if f.default in (None, False) or f.kind == "bool" else f" [default: {f.default}]"
+    return typer.Option(f.flag, *((f.short,) if f.short else ()), help=escape(text + default),
+                        metavar=f.metavar or METAVARS[f.kind] or None, show_default=False,
+                        rich_help_panel=f.group if panel else None)
+
+
+def _annotation(f: Field, panel: bool) -> Any:
+    """A field's option as a parameter annotation: the raw text (parsed by the field itself, so that a flag,
+    a grid cell and a YAML value are read by one parser), or a flag for a yes/no field."""
+    if f.kind == "bool":
+        return Annotated[bool, option(f.name, panel=panel)]
+    return Annotated[str | None, option(f.name, panel=panel)]
+
+
+def field_params(door: str) -> list[inspect.Parameter]:
+    """One keyword parameter per field of `door`, in FIELDS' order, and a hidden one per old spelling."""
+    out = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=False if f.kind == "bool" else None,
+                             annotation=_annotation(f, panel=True)) for f in fields_of(door)]
+    old = [inspect.Parameter(f"{f.name}__{o}", inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[str | None, typer.Option("--" + o.replace("_", "-"), hidden=True)])
+           for f in fields_of(door) for o in f.old]
+    return out + old
+
+
+def _old_spelling(f: Field, raw: dict[str, Any]) -> Any:
+    """The field's raw value, from its name or one old spelling (both: one line)."""
+    value = raw.pop(f.name)
+    for o in f.old:
+        was = raw.pop(f"{f.name}__{o}")
+        if was is not None:
+            flag = "--" + o.replace("_", "-")
+            if value is not None:
+                raise SpecsimError(f"give {f.flag} or {flag}, not both (the same option: {flag} is its old name)")
+            value = was
+    return value
+
+
+def given_of(door: str, raw: dict[str, Any]) -> Given:
+    """The door's field values from a command line's raw option values: each typed one parsed by its field
+    (SpecsimError naming the flag), the rest at their defaults."""
+    values: dict[str, Any] = {}
+    typed: set[str] = set()
+    for f in fields_of(door):
+        value = _old_spelling(f, raw)
+        if f.kind == "bool":
+            values[f.name] = bool(value)
+            if value:
+                typed.add(f.name)
+        elif value is not None:
+            values[f.name] = f.parse(value)
+            typed.add(f.name)
+        else:
+            values[f.name] = f.default
+    return Given(values, frozenset(typed))
+
+
+def fields_command(door: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Make `body(given, **own)` a command taking every field of `door` as an option beside its own options;
+    register the result with `app.command()`."""
+    def wrap(body: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(body, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation))
+               for p in inspect.signature(body).parameters.values() if p.name != "given"]
+        params = [*own, *field_params(door)]
+
+        @functools.wraps(body)
+        def command(**raw: Any) -> None:
+            given = given_of(door, raw)
+            body(given, **raw)
+
+        command.__doc__ = paragraphs(body.__doc__ or "")
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # typer must read the signature above, not the body's
+        return command
+
+    return wrap
+
+
+def paragraphs(doc: str) -> str:
+    """A docstring as --help shows it: each paragraph's lines joined (typer keeps a docstring's line breaks)."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
+# The options of commands that are not (yet) built by fields_command: the same fields, spelt and helped the same.
 Fmt = Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)]
-Hardware = Annotated[str, typer.Option("--hardware", "-H", help="profile name or path to a YAML")]
-Model = Annotated[str, typer.Option("--model", "-m", help="catalogue name or path to a config.json (or its folder)")]
-Tp = Annotated[int, typer.Option("--tp", help="tensor-parallel degree (divides the attention heads)")]
-WeightDtype = Annotated[str | None, typer.Option(
-    "--weight-dtype", help="weight format: bf16 (default) | fp8 | fp8_block | int8 | int4 | w4a8 | nvfp4 | mxfp4 | "
-    "native (the checkpoint's own), or per part: fp8,experts=nvfp4 (attention, dense, experts, head, mtp)")]
+Hardware = Annotated[str, option("hardware")]
+Model = Annotated[str, option("model")]
+Tp = Annotated[int, option("tp")]
+WeightDtype = Annotated[str | None, option("weight_dtype")]
 DtypeAlias = Annotated[str | None, typer.Option("--dtype", hidden=True, help="old name of --weight-dtype")]
-KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 | fp8")]
-Batch = Annotated[int, typer.Option("--batch", "-b", help="sequences per step")]
-Context = Annotated[int, typer.Option("--context", "-L", help="KV-cache length each sequence attends to (tokens)")]
+KvDtype = Annotated[str, option("kv_dtype")]
+Batch = Annotated[str, option("batch")]  # parsed by the field (2k, 128K: fields.parse_tokens)
+Context = Annotated[str, option("context")]
 Tokens = Annotated[str, typer.Option("--tokens", help="new tokens per sequence (a list): 1,2,4 or 1-16 or 1:4096:x2")]
-Engine = Annotated[str | None, typer.Option(
-    "--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | hf-naive | a versioned name "
-                           "(specsim engines list) | a profile YAML; default: the scenario's (vllm)")]
-CostModel = Annotated[str | None, typer.Option(
-    "--cost-model", help="roofline | table (NVIDIA's measured kernel tables via aiconfigurator-core, the roofline "
-                         "outside them); default: the hardware profile's")]
+Engine = Annotated[str | None, option("engine", help="serving engine: vllm | sglang | trtllm | atom | hf | a version "
+                                      "(specsim engines list) | a profile YAML; default: the scenario's")]
+CostModel = Annotated[str | None, option("cost_model")]
 
 
-def weight_dtype(value: str | None, alias: str | None) -> str:
-    """--weight-dtype, or its hidden old name --dtype: a weight format, `native` (the checkpoint's own) or a
-    format per part (`fp8,experts=nvfp4`), checked (an empty value is refused); bf16 when neither is given."""
+def weight_dtype(value: str | None, alias: str | None = None) -> str:
+    """--weight-dtype (or its hidden old name --dtype) checked: a weight format, `native` (the checkpoint's own,
+    the default) or a format per part (`fp8,experts=nvfp4`); SpecsimError naming the accepted ones."""
     from specsim.cost.dtypes import WEIGHT_BYTES, check_precision
 
     if value is not None and alias is not None and value != alias:
         raise SpecsimError(f"give --weight-dtype only (--dtype is its old name), got {value!r} and {alias!r}")
-    for given, option in ((value, "--weight-dtype"), (alias, "--dtype")):
-        if given is not None:
-            try:
-                check_precision(str(given))
-            except SpecsimError:
-                raise SpecsimError(f"{option} must be one of {' | '.join(WEIGHT_BYTES)} | native, or a format per part "
-                                   f"(fp8,experts=nvfp4), got {given!r}") from None
-    return value or alias or "bf16"
+    given = value if value is not None else alias
+    if given is None:
+        return str(FIELDS["weight_dtype"].default)
+    option = "--weight-dtype" if value is not None else "--dtype"
+    try:
+        return check_precision(str(given))
+    except SpecsimError:
+        raise SpecsimError(f"{option} must be one of {' | '.join(WEIGHT_BYTES)} | native, or a format per part "
+                           f"(fp8,experts=nvfp4), got {given!r}") from None
 
 
-def check_batch_context(batch: int, context: int) -> None:
-    """SpecsimError unless 1 <= --batch <= MAX_BATCH and 0 <= --context <= MAX_CONTEXT."""
-    if not 1 <= batch <= MAX_BATCH:
-        raise SpecsimError(f"--batch must be in [1, {MAX_BATCH:,}], got {batch:,}")
-    if not 0 <= context <= MAX_CONTEXT:
-        raise SpecsimError(f"--context must be in [0, {MAX_CONTEXT:,}], got {context:,}")
+def batch_context(batch: str | int, context: str | int) -> tuple[int, int]:
+    """--batch and --context read by their fields (2k, 128K), within their bounds."""
+    return int(FIELDS["batch"].parse(batch)), int(FIELDS["context"].parse(context))
 
 
 def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = None) -> Scenario:
@@ -76,13 +170,3 @@ def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = 
 
         s = dataclasses.replace(s, engine=load_engine(engine))
     return s
-
-
-# The parallel layout beside --tp (cost/layout.py): one option each, shared by the commands that price a target.
-Dp = Annotated[int, typer.Option("--dp", help="data-parallel attention groups of --tp GPUs each (SGLang "
-                                 "--enable-dp-attention: its --tp 8 --dp 8 is --tp 1 --dp 8 here)")]
-Ep = Annotated[int, typer.Option("--ep", help="expert parallelism: experts split over EP of the tp x dp GPUs")]
-Pp = Annotated[int, typer.Option("--pp", help="pipeline stages (layers split in sequence)")]
-Cp = Annotated[int, typer.Option("--cp", help="decode context parallelism: KV split over CP of the tp GPUs")]
-LayerSplit = Annotated[bool, typer.Option("--layer-split", help="with --pp: one microbatch through the stages, "
-                                          "one GPU busy at a time (Hugging Face device_map)")]

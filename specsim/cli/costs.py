@@ -27,7 +27,7 @@ from specsim.cli._options import (
     Tokens,
     Tp,
     WeightDtype,
-    check_batch_context,
+    batch_context,
     weight_dtype,
 )
 from specsim.cli.main import app
@@ -71,14 +71,14 @@ class _Pass:
 
 
 def _resolve(hardware: str, model: str, tp: int, weight_dtype_: str | None, dtype_alias: str | None, kv_dtype: str,
-             tokens: str, batch: int, context: int, cost_model: str | None, engine: str | None,
+             tokens: str, batch: str, context: str, cost_model: str | None, engine: str | None,
              allreduce: str | None) -> _Pass:
     from specsim.step.evaluate import DEFAULT_ENGINE  # the engine evaluate and plan price with by default
 
     q = np.array(parse_int_list(tokens, "--tokens"), dtype=float)
     if np.any(q < 1):
         raise SpecsimError("--tokens must be >= 1")
-    check_batch_context(batch, context)
+    b, L = batch_context(batch, context)
     dtype = weight_dtype(weight_dtype_, dtype_alias)
     _dtype(kv_dtype, "--kv-dtype", KV_BYTES)
     if allreduce is not None and allreduce not in ALLREDUCE_KINDS:
@@ -94,7 +94,8 @@ def _resolve(hardware: str, model: str, tp: int, weight_dtype_: str | None, dtyp
     m.check_tp(tp, "--tp")
     if cost_model is not None:
         hw = hw.with_cost_model(cost_model)
-    return _Pass(hw, m, e, engine_shape(e, batch, q, context, tp, dtype, kv_dtype))
+    m.check_context(L, "--context")
+    return _Pass(hw, m, e, engine_shape(e, b, q, L, tp, m.resolve_precision(dtype), kv_dtype))
 
 
 def _at(tokens: np.ndarray, mask: np.ndarray) -> str:
@@ -139,9 +140,9 @@ def _engine_note(p: _Pass) -> str:
 
 
 @app.command()
-def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1, context: Context = 1024,
-        tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16", fmt: Fmt = "table",
-        dtype_alias: DtypeAlias = None, cost_model: CostModel = None, engine: Engine = None,
+def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = "1",
+        context: Context = "1024", tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16",
+        fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModel = None, engine: Engine = None,
         allreduce: AllreduceOpt = None) -> None:
     """Per-op FLOPs, bytes and time of one layer, plus the pass's embedding, LM head and sampling, as the
     engine runs the pass (its CUDA graph's batch padding and all-reduce; eager NCCL outside a graph).
@@ -158,13 +159,13 @@ def ops(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch
             rows.append({"op": op.name, "tokens": int(t), "flops": float(op.flops[i]), "bytes": float(op.bytes_[i]),
                          "time_ms": float(op.time_s[i]) * 1e3, "bound": str(op.bound[i]),
                          "kernels": float(np.broadcast_to(op.kernels, op.time_s.shape)[i])})
-    emit(pd.DataFrame(rows), fmt, f"one layer of {p.model.name} on {p.hw.name} (tp {tp}, batch {batch}, context "
-         f"{context}); {_engine_note(p)}")
+    emit(pd.DataFrame(rows), fmt, f"one layer of {p.model.name} on {p.hw.name} (tp {tp}, batch "
+         f"{shape.batch.flat[0]:g}, context {shape.context_len.flat[0]:g}); {_engine_note(p)}")
 
 
 @app.command()
-def forward(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = 1,
-            context: Context = 1024, tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16",
+def forward(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, batch: Batch = "1",
+            context: Context = "1024", tp: Tp = 1, weight_dtype_: WeightDtype = None, kv_dtype: KvDtype = "bf16",
             fmt: Fmt = "table", dtype_alias: DtypeAlias = None, cost_model: CostModel = None, engine: Engine = None,
             allreduce: AllreduceOpt = None) -> None:
     """Time of one engine step running the whole forward pass, split into the kernels' op families, the
@@ -185,7 +186,8 @@ def forward(hardware: Hardware, model: Model, tokens: Tokens = DEFAULT_TOKENS, b
     df["vs_first"] = df["time_ms"] / df["time_ms"].iloc[0]
     df["tflops"] = run.flops() / total / 1e12
     df["allreduce"] = es.allreduce
-    emit(df, fmt, f"forward pass of {p.model.name} on {p.hw.name} (tp {tp}, batch {batch}, context {context}; "
+    emit(df, fmt, f"forward pass of {p.model.name} on {p.hw.name} (tp {tp}, batch {es.shape.batch.flat[0]:g}, "
+         f"context {es.shape.context_len.flat[0]:g}; "
          f"{describe(p.hw)} cost model); {_engine_note(p)}")
 
 

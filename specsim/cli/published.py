@@ -11,43 +11,47 @@ import numpy as np
 import pandas as pd
 
 from specsim.cli._format import console, emit, emit_mapping, emit_records, plain, print_json, working
-from specsim.errors import EXIT_BAD_INPUT, SpecsimError
+from specsim.errors import SpecsimError, missing_extra
 from specsim.files import Outputs, read_text
 from specsim.records import to_record
 
+EXIT_PARTIAL = 4  # some rows of a grid answered, some not (README, "Exit statuses")
+
 
 def run_grid(path: Path, output: Path | None, fmt: str) -> int:
-    """Evaluate every row of a CSV (columns named as evaluate's flags); write OUT.csv or print it.
-    Returns the exit status: 2 when any row could not be evaluated (its reason is in `error`)."""
+    """Answer every row of a CSV (columns named as evaluate's options; relative paths in cells read from the
+    CSV's folder); write OUT.csv or print it. Returns the exit status: 0 every row answered; EXIT_PARTIAL when
+    some rows could not be (the rest are answered, each failed row's reason in `error`); a grid no row of which
+    could be answered is bad input (SpecsimError: nothing written)."""
     from io import StringIO
 
-    from specsim.plan.grid import evaluate_grid
+    from specsim.advise.grid import check_columns, evaluate_grid
 
     text = read_text(path, "grid")
     try:
-        frame = pd.read_csv(StringIO(text))
+        frame = pd.read_csv(StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         raise SpecsimError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     if frame.empty:
         raise SpecsimError(f"{path}: no rows")
-    missing = [c for c in ("hardware", "model") if c not in frame.columns]
-    if missing:  # every row needs them: a file without the column is the wrong file, not a bad row
-        raise SpecsimError(f"{path}: missing column(s) {missing} (columns are named as evaluate's flags: "
-                           "hardware, model, tp, engine, draft, k, batch, context, ...)")
-    out = evaluate_grid(frame)
+    check_columns([str(c) for c in frame.columns], str(path))
+    with working(f"answering {len(frame):,} rows..."):
+        out = evaluate_grid(frame, base=path.parent)
     failed = int((out["error"] != "").sum())
+    if failed == len(out):
+        raise SpecsimError(f"{path}: no row could be answered, e.g. row 1: {out['error'].iloc[0]}")
     if output is not None:
         with Outputs() as outs:
             out.to_csv(outs.path(output), index=False)
-        emit_mapping({"rows": len(out), "evaluated": len(out) - failed, "failed": failed,
+        emit_mapping({"rows": len(out), "answered": len(out) - failed, "failed": failed,
                       "output": str(output)}, fmt if fmt != "table" else "table", "evaluate --grid")
     else:
         emit(out, "csv" if fmt == "table" else fmt, "evaluate --grid")
     if failed:
-        first = out.loc[out["error"] != "", "error"].iloc[0]
-        print(f"error: {failed} of {len(out)} row(s) could not be evaluated (see the error column), e.g. {first}",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
+        first = int(np.flatnonzero(out["error"].to_numpy() != "")[0])
+        print(f"warning: {failed} of {len(out)} rows could not be answered (their reason is in the error column; "
+              f"exit status {EXIT_PARTIAL}), e.g. row {first + 1}: {out['error'].iloc[first]}", file=sys.stderr)
+        return EXIT_PARTIAL
     return 0
 
 
@@ -119,7 +123,7 @@ def run_modules(fmt: str) -> None:
     from specsim.validation.modules import score_modules
 
     if installed_version() is None:
-        raise SpecsimError('validate --modules reads NVIDIA\'s tables: pip install ".[tables]" (aiconfigurator-core)')
+        raise missing_extra("tables", "aiconfigurator-core", "validate --modules")
     with working("pricing NVIDIA's GDN and DSA module tables"):
         table = score_modules()
     emit(table, fmt, f"token mixers vs NVIDIA's module tables (aiconfigurator-core {installed_version()}): "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,162 +20,94 @@ from specsim.cli._format import (
     parse_float_list,
     parse_int_list,
 )
-from specsim.cli._options import CostModel, Engine, Fmt, WeightDtype, overridden
+from specsim.cli._options import Fmt, fields_command
 from specsim.cli.main import app
-from specsim.cli.simulate_output import emit_frontier, emit_outcome, emit_sweep, timeseries_frame
+from specsim.cli.simulate_output import emit_outcome, timeseries_frame
+from specsim.cli.simulate_sweeps import emit_frontier, emit_sweep
 from specsim.errors import SpecsimError
+from specsim.fields import Given, fields_of
+from specsim.simulate.sweep import BACKENDS, parallel_backend
 
 if TYPE_CHECKING:
-    from specsim.advise.benchmark import BenchmarkFlags, Frontier
+    from specsim.advise.benchmark import Frontier
     from specsim.advise.simulation import Outcome, Setup
     from specsim.scenario.scenario import Scenario
     from specsim.step.policy import Policy
 
-BACKENDS = ("loky", "dask", "ray")
 #: the concurrencies a scenario-free simulate sweeps unless told (InferenceMAX's and ATOM's sweeps run 4-256)
 DEFAULT_CONCURRENCY = [1, 4, 16, 64, 256]
 
 
+_LOAD = "Traffic and policy"
+_SWEEP = "Load sweeps"
+
+
 @app.command()
+@fields_command("simulate")
 def simulate(
+    given: Given,
+    ctx: typer.Context,
     scenario: Annotated[Path | None, typer.Argument(help="scenario YAML (its traffic: and serving: sections); "
                                                          "or none, with -H, -m and --draft")] = None,
-    rate: Annotated[float | None, typer.Option("--rate", help="mean arrival rate, requests/s (a rate curve: its "
-                                                              "daily mean; a trace: sped up to it)")] = None,
-    requests: Annotated[int | None, typer.Option("--requests", "--num-prompts",
-                                                 help="requests to simulate (instead of the scenario's; per load "
-                                                      "point of a concurrency sweep: default 10 x concurrency)")
-                        ] = None,
-    duration: Annotated[float | None, typer.Option("--duration", help="or every arrival within this many "
-                                                                      "seconds")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="random seed (default: the scenario's traffic.seed)")
-                    ] = None,
-    policy: Annotated[str | None, typer.Option("--policy", help="speculation: off | k=4 | 1-16:4,17-64:2 | "
-                                                                "k=4,off>64 (default: serving.speculation, else "
-                                                                "the analytic plan's)")] = None,
-    draft: Annotated[str | None, typer.Option("--draft", "-d", help="which of the scenario's drafts (its label; "
-                                                                    "default: serving.draft, else the plan's); "
-                                                                    "without a scenario the draft method(s): "
-                                                                    "eagle3, mtp, ngram, a draft model, ...")] = None,
-    compare: Annotated[bool, typer.Option("--compare/--no-compare", help="speculation off and on side by side "
-                                                                         "(default), or the policy alone")] = True,
-    target_rate: Annotated[float | None, typer.Option("--target-rate", help="replicas needed for this many "
-                                                                            "requests/s under serving.slo "
-                                                                            "(default: serving.target_rate_rps)")
-                           ] = None,
-    max_replicas: Annotated[int, typer.Option("--max-replicas", help="largest replica count tried")] = 256,
-    sweep_rates: Annotated[str | None, typer.Option("--sweep-rates", help="sweep these rates, e.g. 2,4,8,16 "
-                                                                          "(each run steady at that rate)")
-                           ] = None,
-    concurrency: Annotated[str | None, typer.Option(
-        "--concurrency", "--sweep-concurrency",
-        help="closed-loop clients (--max-concurrency N --request-rate inf), a list: 1,4,16,64 or 1:256:x2; with "
-             "speculation off and on, read as the throughput-interactivity frontier")] = None,
-    sweep_policies: Annotated[list[str] | None, typer.Option("--sweep-policies", help="sweep these policies, "
-                                                             "separated by ';' (or the option repeated), e.g. "
-                                                             "'off;k=2;k=4;1-16:4,17-256:2'")] = None,
-    sweep_drafts: Annotated[str | None, typer.Option("--sweep-drafts", help="sweep these drafts (labels, "
-                                                                            "comma-separated, or 'all')")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="parallel simulations in a sweep (-1: every core)")] = -1,
-    backend: Annotated[str, typer.Option("--backend", help="joblib backend of a sweep: loky (local processes) | "
-                                                           "dask | ray (installed separately)")] = "loky",
-    timeseries: Annotated[Path | None, typer.Option("--timeseries", help="write batch, queue and KV over time "
-                                                                         "to this CSV")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="with --concurrency or --sweep-rates: draw the "
-                                                             "throughput-interactivity frontier to this PNG")
-                    ] = None,
-    client: Annotated[str | None, typer.Option("--client", help="the benchmark client measured against: vllm | "
-                                                                "sglang | atom (ITL per chunk or per token, range "
-                                                                "ratio semantics); default: the engine's own")
-                      ] = None,
-    hardware: Annotated[str | None, typer.Option("--hardware", "-H", help="without a scenario: hardware profile")
-                        ] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="without a scenario: target model")] = None,
-    tp: Annotated[int, typer.Option("--tp", help="without a scenario: tensor-parallel degree")] = 1,
-    dp: Annotated[int, typer.Option("--dp", help="without a scenario: data-parallel attention groups of --tp "
-                                                 "GPUs (SGLang's --tp 8 --dp 8 is --tp 1 --dp 8 here)")] = 1,
-    ep: Annotated[int, typer.Option("--ep", help="without a scenario: expert parallelism")] = 1,
-    weight_dtype_: WeightDtype = None,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="without a scenario: KV-cache dtype bf16 | fp8")
-                        ] = "bf16",
-    k: Annotated[int | None, typer.Option("--k", "-k", help="without a scenario: draft length (default: the "
-                                                             "analytic plan's)")] = None,
-    input_len: Annotated[int, typer.Option("--input-len", help="without a scenario: prompt tokens "
-                                                               "(--random-input-len)")] = 1024,
-    output_len: Annotated[int, typer.Option("--output-len", help="without a scenario: output tokens, every one "
-                                                                 "generated (--ignore-eos)")] = 1024,
-    range_ratio: Annotated[float | None, typer.Option(
-        "--range-ratio", help="without a scenario: the client's --random-range-ratio (lengths drawn as --client "
-                              "draws them: sglang / atom [r L, L], vllm [(1 - r) L, (1 + r) L]); default fixed")
-                           ] = None,
-    task: Annotated[str | None, typer.Option("--task", help="without a scenario: the prompts' task, for the "
-                                                            "acceptance prior (chat, code, math, ...)")] = None,
-    prompts: Annotated[str | None, typer.Option("--prompts", help="without a scenario: what the benchmark sends: "
-                                                                  "random | random-chat | a dataset (gsm8k, "
-                                                                  "mt-bench, humaneval, ...); sets the prior")] = None,
-    acceptance_length: Annotated[float | None, typer.Option(
-        "--acceptance-length", help="without a scenario: measured tokens per step at -k (bonus included), "
-                                    "instead of the prior")] = None,
-    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs", help="without a scenario: the engine's "
-                                                                            "running-request limit (default: "
-                                                                            "256, or the largest concurrency)")
-                            ] = None,
-    engine: Engine = None,
-    cost_model: CostModel = None,
+    compare: Annotated[bool, typer.Option("--compare/--no-compare", help=(
+        "speculation off and on side by side (default), or the policy alone"))] = True,
+    max_replicas: Annotated[int, typer.Option("--max-replicas", rich_help_panel=_LOAD, help=(
+        "largest replica count tried"))] = 256,
+    timeseries: Annotated[Path | None, typer.Option("--timeseries", rich_help_panel=_LOAD, help=(
+        "write batch, queue and KV over time to this CSV"))] = None,
+    sweep_rates: Annotated[str | None, typer.Option("--sweep-rates", rich_help_panel=_SWEEP, help=(
+        "sweep these rates, e.g. 2,4,8,16 (each steady at that rate)"))] = None,
+    concurrency: Annotated[str | None, typer.Option("--concurrency", rich_help_panel=_SWEEP, help=(
+        "closed-loop clients (a benchmark's --max-concurrency N at rate inf), alias --sweep-concurrency: 1,4,16,64 "
+        "or 1:256:x2; read as the throughput frontier, off and on"))] = None,
+    sweep_concurrency: Annotated[str | None, typer.Option("--sweep-concurrency", hidden=True)] = None,
+    sweep_policies: Annotated[list[str] | None, typer.Option("--sweep-policies", metavar="LIST",
+                                                             rich_help_panel=_SWEEP, help=(
+        "sweep these policies, separated by ';' or the option repeated: 'off;k=2;k=4'"))] = None,
+    sweep_drafts: Annotated[str | None, typer.Option("--sweep-drafts", rich_help_panel=_SWEEP, help=(
+        "sweep these drafts: labels, comma-separated, or 'all'"))] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", rich_help_panel=_SWEEP, help=(
+        "parallel simulations in a sweep (-1: every core)"))] = -1,
+    backend: Annotated[str, typer.Option("--backend", rich_help_panel=_SWEEP, help=(
+        "a sweep's joblib backend: loky (local processes) | dask | ray (installed apart)"))] = "loky",
+    plot: Annotated[Path | None, typer.Option("--plot", rich_help_panel=_SWEEP, help=(
+        "with --concurrency or --sweep-rates: draw the frontier (tok/s per GPU against per user) to this "
+        "PNG"))] = None,
     fmt: Fmt = "table",
 ) -> None:
     """Simulate serving request by request, with speculation off and on side by side: a scenario's traffic, or
-    the question a serving benchmark asks (-H, -m, --draft, --concurrency)."""
-    opts = _Options.parse(fmt, backend, jobs, timeseries, sweep_rates, sweep_policies, policy, sweep_drafts,
-                          concurrency, plot)
+    the question a serving benchmark asks (-H, -m, --draft, --concurrency). Each field's flag sets the scenario's
+    field of the same name (with a scenario: overrides it); a flag that does nothing in the run asked for is
+    refused."""
+    typed = _given(ctx)
+    concurrency = _alias(typed, "concurrency", "sweep_concurrency", concurrency, sweep_concurrency)
+    opts = _Options.parse(fmt, backend, jobs, timeseries, sweep_rates, sweep_policies, given["policy"],
+                          sweep_drafts, concurrency, plot)
+    _check_applies(typed, scenario is not None, opts, compare)
+    s, draft, drafts = _scenario(scenario, given, opts)
     if scenario is None:
-        given = [name for name, v in (("--duration", duration), ("--target-rate", target_rate)) if v is not None]
-        if given or not compare:
-            raise SpecsimError(f"{', '.join(given) or '--no-compare'} needs a scenario (simulate without one sweeps "
-                               "load points with speculation off and on)")
-        if rate is not None:  # one open-loop rate: a one-point rate sweep
-            if opts.concurrency:
-                raise SpecsimError("give --concurrency (closed loop) or --rate (open loop), not both")
-            opts = dataclasses.replace(opts, rates=[*(opts.rates or []), float(rate)])
-        flags = _benchmark_flags(hardware, model, draft, tp, engine, weight_dtype_, kv_dtype, k, input_len,
-                                 output_len, range_ratio, client, task, acceptance_length, max_num_seqs, opts)
-        flags = dataclasses.replace(flags, prompts=prompts, dp=dp, ep=ep)
-        from specsim.advise.benchmark import benchmark_scenario
-
-        s = overridden(benchmark_scenario(flags), cost_model, None)
-        labels = [d.label for d in s.drafts]
-        drafts: list[str] | None = labels
-        draft, client = labels[0], flags.client_name
-        if opts.policy is None and k is not None and not opts.policies:
+        if given.given("rate"):  # one open-loop rate: a one-point rate sweep
+            opts = dataclasses.replace(opts, rates=[float(given["rate"])])
+        if opts.policy is None and given.given("k") and not opts.policies:
             from specsim.step.policy import Policy
 
-            opts = dataclasses.replace(opts, policy=Policy.static(k))
-    else:
-        _no_benchmark_flags(hardware=hardware, model=model, k=k, task=task, prompts=prompts,
-                            acceptance_length=acceptance_length,
-                            max_num_seqs=max_num_seqs, weight_dtype=weight_dtype_, tp=tp, dp=dp, ep=ep,
-                            kv_dtype=kv_dtype,
-                            input_len=input_len, output_len=output_len, range_ratio=range_ratio)
-        from specsim.scenario.scenario import load_scenario
-
-        s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before any output
-        drafts = opts.drafts_of(s)
+            opts = dataclasses.replace(opts, policy=Policy.static(int(given["k"])))
+    client = _client(given["client"] if given.given("client") else None, s)
+    size = _Size(given["rate"], given["requests"], given["duration"], given["seed"])
     with _progress() as tick:
         tick("resolving the draft and policy")
         if opts.frontier or scenario is None:
-            setup, result = _frontier(s, opts, drafts, tick, requests=requests, seed=seed, draft=draft,
-                                      client=client)
+            setup, result = _frontier(s, opts, drafts, tick, size, draft, client, scenario is None)
         else:
-            setup, frame, outcome = _run(s, opts, drafts, tick, rate=rate, requests=requests, duration=duration,
-                                         seed=seed, draft=draft, compare=compare, target_rate=target_rate,
-                                         max_replicas=max_replicas)
+            setup, frame, outcome = _run(s, opts, drafts, tick, size, draft, compare, given["target_rate"],
+                                         max_replicas if "max_replicas" in typed else None)
     if opts.frontier or scenario is None:
         from specsim.advise.benchmark import prompts_task
 
-        emit_frontier(setup, result, fmt, opts.plot, [n for n in (prompts_task(prompts)[1],) if n])
+        emit_frontier(setup, result, fmt, opts.plot, [n for n in (prompts_task(given["prompts"])[1],) if n])
         return
     if frame is not None:  # printed once the progress bar is gone
-        emit_sweep(setup, frame, fmt, opts.rates)
+        emit_sweep(setup, frame, fmt, opts.rates, client)
         return
     assert outcome is not None
     if timeseries is not None:
@@ -184,61 +115,155 @@ def simulate(
 
         with Outputs() as outs:
             timeseries_frame(outcome).to_csv(outs.path(timeseries, "--timeseries"), index=False)
-    emit_outcome(outcome, fmt, timeseries)
+    emit_outcome(outcome, fmt, timeseries, client)
 
 
-def _benchmark_flags(hardware: str | None, model: str | None, draft: str | None, tp: int, engine: str | None,
-                     weight_dtype: str | None, kv_dtype: str, k: int | None, input_len: int, output_len: int,
-                     range_ratio: float | None, client: str | None, task: str | None, acceptance_length: float | None,
-                     max_num_seqs: int | None, opts: _Options) -> BenchmarkFlags:
-    """The scenario-free form's flags, checked (one line naming what is missing or wrong)."""
-    from specsim.advise.benchmark import BenchmarkFlags
-    from specsim.cli._options import weight_dtype as resolve_weight_dtype
+def _scenario(path: Path | None, g: Given, opts: _Options) -> tuple[Scenario, str | None, list[str] | None]:
+    """(the scenario the run simulates, the draft it runs, the drafts a sweep runs): the file's with each field
+    given written over it, or the benchmark's the flags make (advise/benchmark.benchmark_data)."""
+    from specsim.advise.benchmark import benchmark_data, client_of, prompts_task
+    from specsim.scenario.overrides import override
+    from specsim.scenario.scenario import load_scenario, parse_scenario
 
-    missing = [name for name, v in (("--hardware", hardware), ("--model", model), ("--draft", draft)) if not v]
-    if missing:
-        raise SpecsimError(f"simulate without a scenario needs {', '.join(missing)} (or give a scenario YAML)")
-    if opts.timeseries is not None:
-        raise SpecsimError("--timeseries needs a scenario (one comparison's time series)")
-    if max_num_seqs is not None and not 1 <= max_num_seqs <= 65_536:
-        raise SpecsimError(f"--max-num-seqs must be in [1, 65536], got {max_num_seqs}")
-    if not 0 < tp <= 64:
-        raise SpecsimError(f"--tp must be in [1, 64], got {tp}")
-    assert hardware and model and draft
-    points = tuple(opts.concurrency or (DEFAULT_CONCURRENCY if not opts.rates else (1,)))
-    return BenchmarkFlags(hardware, model, tuple(x.strip() for x in draft.split(",") if x.strip()), tp=tp,
-                          engine=engine, weight_dtype=resolve_weight_dtype(weight_dtype, None), kv_dtype=kv_dtype, k=k,
-                          input_len=input_len, output_len=output_len, range_ratio=range_ratio, client=client,
-                          task=task, acceptance_length=acceptance_length, max_num_seqs=max_num_seqs,
-                          concurrency=points)
+    if path is None:
+        points = tuple(opts.concurrency or (DEFAULT_CONCURRENCY if not opts.rates else (1,)))
+        s = parse_scenario(benchmark_data(g, points), "command line")
+        assert s.serving is not None  # the engine's own limits apply unless --max-num-seqs was given
+        s = dataclasses.replace(s, serving=dataclasses.replace(s.serving, seqs_given=g.given("max_num_seqs")))
+        labels = [d.label for d in s.drafts]
+        return s, labels[0], labels
+    if not g.typed - {"rate", "requests", "duration", "seed", "policy", "draft", "target_rate", "client"}:
+        s = load_scenario(path)  # bad input fails here, before any output
+    else:
+        from specsim.files import read_yaml_mapping
+        from specsim.scenario.where import yaml_lines
+
+        data, text = read_yaml_mapping(path)
+        chosen = _draft_index(data, g)
+        data = override(data, g, client_of(g) if g.given("client") else "vllm")
+        task, _ = prompts_task(g["prompts"], g["task"] if g.given("task") else data.get("task"))
+        data = {**data, **({"task": task} if task is not None else {})}
+        s = parse_scenario(data, str(path), yaml_lines(text))
+        if chosen is not None:  # its label after the flags set its shape (eagle3 -> eagle3:top4x16)
+            return s, s.drafts[chosen].label, opts.drafts_of(s)
+    return s, g["draft"] if g.given("draft") else None, opts.drafts_of(s)
 
 
-def _no_benchmark_flags(**given: Any) -> None:
-    """A scenario says the model, hardware and traffic: the scenario-free flags given with one are refused."""
-    defaults = {"tp": 1, "dp": 1, "ep": 1, "kv_dtype": "bf16", "input_len": 1024, "output_len": 1024}
-    extra = [name for name, v in given.items() if v is not None and v != defaults.get(name)]
+def _draft_index(data: dict[str, Any], g: Given) -> int | None:
+    """Which of a file's drafts --draft names (by its name or method), before the flags reshape it."""
+    if not g.given("draft") or not isinstance(data.get("drafts"), list):
+        return None
+    names = [d.get("name", d.get("method")) if isinstance(d, dict) else d for d in data["drafts"]]
+    return names.index(g["draft"]) if g["draft"] in names else None
+
+
+@dataclass(frozen=True)
+class _Size:
+    """What the run's traffic is resized to (None: the scenario's own)."""
+
+    rate: float | None
+    requests: int | None
+    duration: float | None
+    seed: int | None
+
+
+#: The options each kind of run reads besides --format, --seed, --engine and --cost-model (which every run reads);
+#: one given where it does nothing is refused (issue 30: nothing ignored).
+_BENCHMARK = frozenset(f.name for f in fields_of("simulate")) - {"rate", "requests", "duration", "seed", "policy",
+                                                                   "draft", "target_rate", "client"}
+_READS = {
+    "one comparison": {"rate", "requests", "duration", "policy", "draft", "compare", "target_rate", "max_replicas",
+                       "timeseries", "client"},
+    "a sweep": {"rate", "requests", "duration", "policy", "draft", "compare", "sweep_rates", "sweep_policies",
+                "sweep_drafts", "jobs", "backend", "client"},
+    "a frontier": {"requests", "duration", "policy", "draft", "compare", "concurrency", "sweep_rates",
+                   "sweep_policies", "sweep_drafts", "jobs", "backend", "plot", "client"},
+    "a run without a scenario": {"rate", "requests", "policy", "draft", "compare", "concurrency", "sweep_rates",
+                                 "sweep_policies", "jobs", "backend", "plot", "client"},
+}
+#: Two options that answer the same question differently: give one.
+_EITHER = (("rate", "sweep_rates"), ("rate", "concurrency"), ("requests", "duration"), ("duration", "concurrency"),
+           ("policy", "sweep_policies"), ("draft", "sweep_drafts"), ("compare", "sweep_policies"),
+           ("arrivals", "concurrency"), ("cv", "concurrency"))
+
+
+def _given(ctx: typer.Context) -> dict[str, str]:
+    """The options typed on the command line (or set in the environment), by parameter name, with their flag."""
+    out = {}
+    for p in ctx.command.params:
+        source = ctx.get_parameter_source(p.name) if p.name else None
+        typed = source is not None and "DEFAULT" not in source.name  # the command line, the environment or a prompt
+        if p.name and p.param_type_name == "option" and typed:
+            flags = [o for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+            # an old spelling (a hidden `field__old` option) counts as its field
+            out[p.name.split("__")[0]] = "/".join(flags[:2]) if p.secondary_opts else flags[0]
+    return out
+
+
+def _alias(given: dict[str, str], name: str, alias: str, value: Any, alias_value: Any) -> Any:
+    """An option's value given by its name or its alias (both: one line); `given` names it once."""
+    if alias not in given:
+        return value
+    if name in given:
+        raise SpecsimError(f"give {given[name]} or {given[alias]}, not both (the same option)")
+    given[name] = given.pop(alias)
+    return alias_value
+
+
+def _check_applies(given: dict[str, str], has_scenario: bool, opts: _Options, compare: bool) -> None:
+    """One line for options that do nothing in the run asked for, or that contradict each other."""
+    for a, b in _EITHER:
+        if a in given and b in given:
+            raise SpecsimError(f"give {given[a]} or {given[b]}, not both")
+    kind = ("a run without a scenario" if not has_scenario else "a frontier" if opts.frontier
+            else "a sweep" if opts.sweeping else "one comparison")
+    extra = [name for name in given if name not in _READS[kind] | _BENCHMARK | {"fmt", "seed"}]
     if extra:
-        names = ", ".join("--" + e.replace("_", "-") for e in extra)
-        raise SpecsimError(f"{names}: the scenario says these; edit the scenario, or drop it to simulate from flags")
+        used = {"a run without a scenario": "runs of a scenario", "a sweep": "one comparison",
+                "a frontier": "one comparison or a sweep", "one comparison": "sweeps"}[kind]
+        raise SpecsimError(f"{', '.join(given[n] for n in extra)}: not read by {kind} (only by {used}); drop it")
+    if "k" in given and ("policy" in given or "sweep_policies" in given) and "acceptance_length" not in given:
+        other = given.get("policy") or given["sweep_policies"]
+        raise SpecsimError(f"give -k or {other}, not both (-k runs k=K; with --acceptance-length it is the k measured)")
+    if not compare and (opts.frontier or not has_scenario):
+        raise SpecsimError("--no-compare: a frontier is read against plain decoding (off), which it runs")
 
 
-def _frontier(s: Scenario, opts: _Options, drafts: list[str] | None, tick: Any, *, requests: int | None,
-              seed: int | None, draft: str | None, client: str | None) -> tuple[Setup, Frontier]:
-    """A load sweep read as the frontier: closed-loop concurrencies (or rates), off and each policy."""
-    from specsim.advise.benchmark import ENGINE_CLIENT, frontier
+def _frontier(s: Scenario, opts: _Options, drafts: list[str] | None, tick: Any, size: _Size, draft: str | None,
+              client: str, scenario_free: bool) -> tuple[Setup, Frontier]:
+    """A load sweep read as the frontier: closed-loop concurrencies (or rates), off and each policy; each load point
+    sends --requests (a concurrency's default: 10 x clients, at least 20; a rate's: the scenario's traffic, or
+    without one RATE_PROMPTS)."""
+    from specsim.advise.benchmark import frontier
     from specsim.advise.simulation import make_setup
+    from specsim.advise.traffic import RATE_PROMPTS
 
     chosen = opts.policy or (opts.policies[0] if opts.policies else None)
-    setup = make_setup(s, seed=seed, policy=chosen, draft=draft or (drafts[0] if drafts else None))
-    name = client or ENGINE_CLIENT.get(s.engine.name.split("-")[0], "vllm")
+    setup = make_setup(s, requests=None if scenario_free else size.requests, duration_s=size.duration,
+                       seed=size.seed, policy=chosen, draft=draft or (drafts[0] if drafts else None),
+                       policy_from="--policy" if opts.policy else "--sweep-policies")
     policies = opts.policies or ([setup.policy] if setup.policy.enabled else None)
     concurrencies = opts.concurrency if opts.concurrency or opts.rates else (
         [setup.traffic.concurrency] if setup.traffic.concurrency is not None else DEFAULT_CONCURRENCY)
-    with _backend(opts.backend):
-        result = frontier(setup, opts.rates, concurrencies if not opts.rates else None, policies, drafts, name,
-                          opts.jobs, requests, progress=lambda done, total: tick("sweep", done, total),
+    prompts = size.requests
+    if prompts is None and opts.rates and scenario_free:
+        prompts = RATE_PROMPTS
+    with parallel_backend(opts.backend):
+        result = frontier(setup, opts.rates, concurrencies if not opts.rates else None, policies, drafts, client,
+                          opts.jobs, prompts, progress=lambda done, total: tick("sweep", done, total),
                           joblib_backend=opts.backend != "loky")
     return setup, result
+
+
+def _client(name: str | None, s: Scenario) -> str:
+    """The benchmark client the figures are measured as: the one named, else the engine's own (vLLM's for engines
+    without one)."""
+    from specsim.advise.benchmark import ENGINE_CLIENT
+    from specsim.simulate.client import itl_definition
+
+    out = name or ENGINE_CLIENT.get(s.engine.name.split("-")[0], "vllm")
+    itl_definition(out)  # an unknown client: one line
+    return out
 
 
 @dataclass(frozen=True)
@@ -309,9 +334,9 @@ class _Options:
         return drafts
 
 
-def _run(s: Scenario, opts: _Options, drafts: list[str] | None, tick: Any, *, rate: float | None,
-         requests: int | None, duration: float | None, seed: int | None, draft: str | None, compare: bool,
-         target_rate: float | None, max_replicas: int) -> tuple[Setup, pd.DataFrame | None, Outcome | None]:
+def _run(s: Scenario, opts: _Options, drafts: list[str] | None, tick: Any, size: _Size, draft: str | None,
+         compare: bool, target_rate: float | None, max_replicas: int | None
+         ) -> tuple[Setup, pd.DataFrame | None, Outcome | None]:
     """A sweep (its own axes, when given, stand in for the draft and policy: no plan to run) or one comparison."""
     from specsim.advise.simulation import make_setup, run_scenario, sweep_scenario
 
@@ -319,14 +344,19 @@ def _run(s: Scenario, opts: _Options, drafts: list[str] | None, tick: Any, *, ra
     if opts.sweeping:
         chosen = chosen or (opts.policies[0] if opts.policies else None)
         draft = draft or (drafts[0] if drafts else None)
-    setup = make_setup(s, rate=rate, requests=requests, duration_s=duration, seed=seed, policy=chosen, draft=draft)
+    setup = make_setup(s, rate=size.rate, requests=size.requests, duration_s=size.duration, seed=size.seed,
+                       policy=chosen, draft=draft, policy_from="--policy" if opts.policy else "--sweep-policies")
     if opts.sweeping:
-        with _backend(opts.backend):
+        with parallel_backend(opts.backend):
             frame = sweep_scenario(setup, opts.rates, opts.policies, drafts, opts.jobs,
-                                   progress=lambda done, total: tick("sweep", done, total))
+                                   progress=lambda done, total: tick("sweep", done, total), compare=compare)
         return setup, frame, None
     goal = target_rate if target_rate is not None else setup.limits.target_rate_rps
-    return setup, None, run_scenario(setup, compare, goal, max_replicas, progress=tick)
+    if goal is None and max_replicas is not None:
+        raise SpecsimError("--max-replicas: no target rate to size replicas for (give --target-rate, or "
+                           "serving.target_rate_rps in the scenario)")
+    return setup, None, run_scenario(setup, compare, goal, 256 if max_replicas is None else max_replicas,
+                                     progress=tick)
 
 
 def _policies(values: list[str]) -> list[Policy]:
@@ -366,32 +396,3 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
-
-
-@contextlib.contextmanager
-def _backend(name: str) -> Iterator[None]:
-    """joblib's backend for a sweep: loky (local processes); dask (a distributed.Client: the scheduler in
-    DASK_SCHEDULER_ADDRESS, else a local cluster); ray (ray.util.joblib). Dask and Ray are not dependencies."""
-    import joblib
-
-    if name == "loky":
-        yield
-        return
-    if name == "dask":
-        try:
-            from distributed import Client
-        except ImportError:
-            raise SpecsimError("--backend dask needs Dask's distributed scheduler: pip install 'dask[distributed]'"
-                               ) from None
-        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
-        with Client(address) if address else Client(processes=True) as _client, \
-                joblib.parallel_config(backend="dask"):
-            yield
-        return
-    try:
-        from ray.util.joblib import register_ray
-    except ImportError:
-        raise SpecsimError("--backend ray needs Ray: pip install 'ray[default]'") from None
-    register_ray()
-    with joblib.parallel_config(backend="ray"):
-        yield

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,193 +19,60 @@ from specsim.cli._format import (
     print_kv_table,
     print_rows_table,
 )
-from specsim.cli._options import (
-    Batch,
-    Context,
-    CostModel,
-    Cp,
-    Dp,
-    DtypeAlias,
-    Ep,
-    Fmt,
-    KvDtype,
-    LayerSplit,
-    Pp,
-    WeightDtype,
-    check_batch_context,
-)
-from specsim.cli._options import weight_dtype as resolve_weight_dtype
+from specsim.cli._options import Fmt, fields_command
 from specsim.cli.main import app
-from specsim.cost.layout import make_layout
 from specsim.errors import EXIT_CHECK_FAILED, SpecsimError
+from specsim.fields import FIELDS, Given
 
 if TYPE_CHECKING:
-    from specsim.advise.evaluate import RatioStep, RealStep, StepResult
+    from specsim.advise.evaluate import RatioStep, RealStep
 
 
-def _metric_values(r: StepResult) -> dict[str, float]:
-    return {key: float(np.asarray(value)) for key, value in r.metrics.as_dict().items()}
+def _render(r: RatioStep | RealStep, g: Given, fmt: str) -> None:
+    """The answer: the question as asked, the step's figures and the echo of what was priced (advise/answer.py),
+    as a flat mapping in `fmt`, or a (quantity, value) table whose rows name what was priced."""
+    from specsim.advise.answer import ECHO, METRICS, TEXT, asked, notes, record
+    from specsim.advise.evaluate import RealStep
 
-
-def _note(r: StepResult) -> str:
-    return f"{r.cost_source}\ntokens_per_step: {MEAN_LENGTH_CONVENTION}"
-
-
-def _render_ratio(r: RatioStep, fmt: str) -> None:
-    """The ratio route's answer: a (quantity, value) table, or a flat mapping in `fmt`."""
-    metrics = _metric_values(r)
+    rec = record(r)
     if fmt != "table":
-        chain_rates = {} if r.chain_rates is None else {"alpha_per_position": list(r.chain_rates)}
-        emit_mapping({**metrics, "k": r.k, "tree_nodes": r.tree.num_nodes, "tree_depth": r.tree.depth,
-                      "verify_tokens": r.verify_tokens, "batch": r.batch, "context": r.context,
-                      "acceptance": r.acceptance, "cost_source": r.cost_source,
-                      "convention": MEAN_LENGTH_CONVENTION, **chain_rates}, fmt)
+        emit_mapping({**asked(g), **rec, **notes(r)}, fmt)
         return
-    shape = f"chain k={r.k}" if r.is_chain else f"tree of {r.tree.num_nodes} nodes, depth {r.tree.depth}"
-    rows: list[tuple[str, object]] = list(metrics.items())
-    rows += [("verify tokens per pass", r.verify_tokens), ("acceptance", r.acceptance)]
-    print_kv_table(f"speculative step: {shape}, batch {r.batch}", rows, note=_note(r))
+    rows: list[tuple[str, object]] = [(key, rec[key]) for key in METRICS]
+    if isinstance(r, RealStep):
+        rows.append(("memory per GPU (GiB)", f"{r.memory_gib:.1f} of {r.capacity_gib:.1f}"))
+        if r.expected_k is not None:
+            rows.append(("drafts verified per step", f"{r.expected_k:.2f} of {r.k} (adaptive)"))
+    source, prior = _prior_id(str(rec["acceptance_source"]))
+    rows += [(key.removeprefix("priced_").replace("_", " "), source if key == "acceptance_source" else rec[key])
+             for key in ECHO if key in TEXT and rec[key] is not None]
+    if rec["table_share"] is not None:
+        rows.append(("verify pass from tables", f"{rec['table_share']:.0%}"))
+    what = f"{r.model} on {r.where}" if isinstance(r, RealStep) else "abstract cost model"
+    # the rows above name what was priced; the cost line is in -f json (cost_source); a prior's id (too long for a
+    # cell at 80 columns) on a line of its own
+    print_kv_table(f"speculative step ({what}), batch {r.batch}, context {r.context}", rows,
+                   note=(f"prior: {prior}\n" if prior else "") + f"tokens_per_step: {MEAN_LENGTH_CONVENTION}")
 
 
-def _render_real(r: RealStep, fmt: str) -> None:
-    """The roofline route's answer, with the memory it needs per GPU."""
-    metrics = _metric_values(r)
-    if fmt != "table":
-        note = {} if r.acceptance_note is None else {"acceptance_note": r.acceptance_note}
-        emit_mapping({**metrics, "draft": r.draft, "method": r.method, "engine": r.engine,
-                      "acceptance": r.acceptance, **note, "memory_gib_per_gpu": r.memory_gib,
-                      "memory_capacity_gib": r.capacity_gib, "fits_memory": r.fits_memory, "k": r.k,
-                      "cost_model": r.cost_model, "batch": r.batch, "context": r.context, "tp": r.tp,
-                      "gpus": r.gpus, "layout": r.layout, "expected_k": r.expected_k,
-                      "cost_source": r.cost_source, "convention": MEAN_LENGTH_CONVENTION}, fmt)
-        return
-    rows: list[tuple[str, object]] = list(metrics.items())
-    rows += [("memory per GPU (GiB)", f"{r.memory_gib:.1f} of {r.capacity_gib:.1f}"), ("acceptance", r.acceptance)]
-    if r.layout != f"tp {r.tp}":
-        rows.append(("GPUs", f"{r.gpus} ({r.layout})"))
-    if r.expected_k is not None:
-        rows.append(("drafts verified per step", f"{r.expected_k:.2f} of {r.k} (adaptive)"))
-    print_kv_table(f"speculative step: {r.draft} k={r.k}, batch {r.batch}, context {r.context}", rows,
-                   note=_note(r))
+def _prior_id(source: str) -> tuple[str, str]:
+    """(an acceptance source without its prior's id, the id): 'prior ID (central); ...' -> 'prior (central);
+    ...', 'ID'; any other source as it is, ''."""
+    if not source.startswith("prior "):
+        return source, ""
+    _, entry, rest = source.split(" ", 2) if source.count(" ") >= 2 else (*source.split(" ", 1), "")
+    return f"prior {rest}".strip(), entry
 
 
-_Alpha = Annotated[float | None, typer.Option("--alpha", help="i.i.d. acceptance rate in [0, 1]")]
-_Alphas = Annotated[
-    str | None, typer.Option("--alphas", help="conditional per-position rates a1,a2,.. (Medusa-style decay)")
-]
-_Acceptance = Annotated[
-    Path | None,
-    typer.Option(
-        "--acceptance",
-        help="Prometheus /metrics scrape (vLLM, SGLang, TRT-LLM), histogram CSV or YAML/JSON acceptance file",
-    ),
-]
-_K = Annotated[int | None, typer.Option("--k", help="draft length (tokens drafted per step)")]
-_TreeFile = Annotated[
-    Path | None, typer.Option("--tree", help="draft tree file: YAML/JSON {parents: [...], acceptance: [[..]]}")
-]
-_SiblingProbs = Annotated[
-    str | None,
-    typer.Option("--sibling-probs", help="tree acceptance by sibling rank p1,p2,.. (Sequoia vector), every depth"),
-]
-_DraftCostRatio = Annotated[
-    float | None, typer.Option("--draft-cost-ratio", "-c", help="draft step cost / target step cost (seed's c)")
-]
-_TargetStepMs = Annotated[
-    float,
-    typer.Option("--target-step-ms", help="target step time T for --draft-cost-ratio (default 1: times in units of T)"),
-]
-_RidgeTokens = Annotated[
-    float | None,
-    typer.Option(
-        "--ridge-tokens",
-        help="with -c: tokens per pass where the target turns compute-bound "
-        "(verification then costs T x tokens / ridge); default: never",
-    ),
-]
-_OverheadMs = Annotated[
-    float, typer.Option("--overhead-ms", help="fixed per-step cost of speculation (rejection sampling, KV rollback)")
-]
-_Hardware = Annotated[str | None, typer.Option("--hardware", "-H", help="hardware profile")]
-_Model = Annotated[str | None, typer.Option("--model", "-m", help="target model")]
-_Draft = Annotated[
-    str | None, typer.Option("--draft", "-d", help="draft method (eagle3, ngram, mtp, ...) or draft model name")
-]
-_Tp = Annotated[int, typer.Option("--tp", help="target tensor-parallel degree")]
-_DraftTp = Annotated[int | None, typer.Option("--draft-tp", help="draft model's TP degree")]
-_Topk = Annotated[int | None, typer.Option("--topk", help="EAGLE/Medusa tree expansion per level")]
-_AdaptiveStop = Annotated[str | None, typer.Option(
-    "--adaptive-stop", help="adaptive draft length up to --k: the drafter's stop signal as RECALL,FALSE_ALARM "
-    "(P(stop | the target rejects the draft), P(stop | it accepts))")]
-_AdaptiveConvention = Annotated[str, typer.Option(
-    "--adaptive-convention", help="with --adaptive-stop: inclusive (the stopping draft is verified: HF "
-    "assistant_confidence_threshold) | exclusive (dropped: llama.cpp p_min, DSpark trimming)")]
-_NumDraftTokens = Annotated[int | None, typer.Option("--num-draft-tokens", help="tree budget (nodes) with --topk > 1")]
-_Engine = Annotated[str, typer.Option("--engine", "-e", help="serving engine: vllm | sglang | trtllm | hf | "
-                                      "a version (specsim engines list) or a YAML path")]
-_AcceptanceLength = Annotated[float | None, typer.Option(
-    "--acceptance-length", help="measured mean acceptance length: tokens per verification step incl. the bonus "
-    "token, as vLLM / SGLang print it")]
 _Grid = Annotated[Path | None, typer.Option(
-    "--grid", help="CSV with one configuration per row, columns named as these flags; adds the outputs")]
+    "--grid", help="CSV with one question per row, its columns named as these options (tp, weight_dtype, ...); "
+                   "adds the answers")]
 _Output = Annotated[Path | None, typer.Option("--output", "-o", help="with --grid: CSV to write")]
 
 
-def _check_cost_options(real: bool, draft_cost_ratio: float | None, target_step_ms: float,
-                        ridge_tokens: float | None, cost_model: str | None) -> None:
-    """One cost source: --draft-cost-ratio (its numbers in range) or --hardware/--model/--draft."""
-    if real and draft_cost_ratio is not None:
-        raise SpecsimError("give either --draft-cost-ratio or --hardware/--model/--draft, not both")
-    if not real and draft_cost_ratio is None:
-        raise SpecsimError("give a cost source: --draft-cost-ratio C, or --hardware H --model M --draft D")
-    if not real and cost_model is not None:
-        raise SpecsimError("--cost-model prices a real step: give it with --hardware/--model/--draft")
-    if draft_cost_ratio is not None and not 0 <= draft_cost_ratio < float("inf"):
-        raise SpecsimError(f"--draft-cost-ratio must be a finite number >= 0, got {draft_cost_ratio:g}")
-    if not 0 < target_step_ms < float("inf"):
-        raise SpecsimError(f"--target-step-ms must be a finite number > 0, got {target_step_ms:g}")
-    if ridge_tokens is not None and not 0 < ridge_tokens < float("inf"):
-        raise SpecsimError(f"--ridge-tokens must be > 0, got {ridge_tokens:g}")
-
-
 @app.command()
-def evaluate(
-    alpha: _Alpha = None,
-    alphas: _Alphas = None,
-    acceptance: _Acceptance = None,
-    k: _K = None,
-    tree: _TreeFile = None,
-    sibling_probs: _SiblingProbs = None,
-    batch: Batch = 1,
-    context: Context = 1024,
-    draft_cost_ratio: _DraftCostRatio = None,
-    target_step_ms: _TargetStepMs = 1.0,
-    ridge_tokens: _RidgeTokens = None,
-    overhead_ms: _OverheadMs = 0.0,
-    hardware: _Hardware = None,
-    model: _Model = None,
-    draft: _Draft = None,
-    tp: _Tp = 1,
-    dp: Dp = 1,
-    ep: Ep = 1,
-    pp: Pp = 1,
-    cp: Cp = 1,
-    layer_split: LayerSplit = False,
-    draft_tp: _DraftTp = None,
-    weight_dtype_: WeightDtype = None,
-    kv_dtype: KvDtype = "bf16",
-    topk: _Topk = None,
-    adaptive_stop: _AdaptiveStop = None,
-    adaptive_convention: _AdaptiveConvention = "inclusive",
-    num_draft_tokens: _NumDraftTokens = None,
-    engine: _Engine = "vllm",
-    acceptance_length: _AcceptanceLength = None,
-    grid: _Grid = None,
-    output: _Output = None,
-    cost_model: CostModel = None,
-    fmt: Fmt = "table",
-    dtype_alias: DtypeAlias = None,
-) -> None:
+@fields_command("evaluate")
+def evaluate(given: Given, grid: _Grid = None, output: _Output = None, fmt: Fmt = "table") -> None:
     """Tokens per step, step time, throughput and speedup of one speculative configuration.
 
     With --draft-cost-ratio C (the seed chapter's model) a target step costs T = --target-step-ms
@@ -216,58 +82,18 @@ def evaluate(
     """
     check_format(fmt)
     if grid is not None:
+        if given.typed:
+            raise SpecsimError(f"{FIELDS[sorted(given.typed)[0]].flag} with --grid: give it as the grid's column "
+                               "(every row is one question)")
         from specsim.cli.published import run_grid
 
         sys.exit(run_grid(grid, output, fmt))
     if output is not None:
         raise SpecsimError("--output applies to --grid only")
-    check_batch_context(batch, context)
-    weight_dtype = resolve_weight_dtype(weight_dtype_, dtype_alias)
-    if not 0 <= overhead_ms < float("inf"):
-        raise SpecsimError(f"--overhead-ms must be >= 0, got {overhead_ms:g}")
-    _check_cost_options(any(x is not None for x in (hardware, model, draft)), draft_cost_ratio, target_step_ms,
-                        ridge_tokens, cost_model)
-    from specsim.advise.evaluate import (
-        Acceptance,
-        AdaptiveStop,
-        EvaluateRequest,
-        RatioCost,
-        RealCost,
-        RealStep,
-        evaluate_step,
-    )
+    from specsim.advise.evaluate import evaluate_step
+    from specsim.advise.request import evaluate_request
 
-    cost: RatioCost | RealCost
-    if draft_cost_ratio is not None:
-        if (dp, ep, pp, cp, layer_split) != (1, 1, 1, 1, False):
-            raise SpecsimError("--dp, --ep, --pp, --cp and --layer-split price a real target: give them with "
-                               "--hardware/--model/--draft, not --draft-cost-ratio")
-        cost = RatioCost(draft_cost_ratio, target_step_ms, ridge_tokens)
-    elif hardware and model and draft:
-        layout = make_layout(tp, dp, ep, pp, cp, layer_split)
-        cost = RealCost(hardware, model, draft, tp, draft_tp, weight_dtype, kv_dtype, topk, num_draft_tokens, engine,
-                        cost_model, None if layout.simple else layout)
-    else:
-        raise SpecsimError("the cost-model route needs all of --hardware, --model and --draft")
-    # the lists are parsed when the application reads them (advise.evaluate.FloatList)
-    rates = None if alphas is None else partial(parse_float_list, alphas, "--alphas")
-    siblings = None if sibling_probs is None else partial(parse_float_list, sibling_probs, "--sibling-probs")
-    adaptive = None
-    if adaptive_stop is not None:
-        if not isinstance(cost, RealCost):
-            raise SpecsimError("--adaptive-stop prices a real drafter: give it with --hardware/--model/--draft")
-        if adaptive_convention not in ("inclusive", "exclusive"):
-            raise SpecsimError(f"--adaptive-convention must be inclusive or exclusive, got {adaptive_convention!r}")
-        stop = parse_float_list(adaptive_stop, "--adaptive-stop")
-        if len(stop) != 2 or not all(0.0 <= x <= 1.0 for x in stop):
-            raise SpecsimError(f"--adaptive-stop needs RECALL,FALSE_ALARM, two rates in [0, 1], got {adaptive_stop!r}")
-        adaptive = AdaptiveStop(stop[0], stop[1], adaptive_convention)
-    result = evaluate_step(EvaluateRequest(cost, Acceptance(alpha, rates, acceptance, acceptance_length), k, tree,
-                                           siblings, batch, context, overhead_ms, adaptive))
-    if isinstance(result, RealStep):
-        _render_real(result, fmt)
-    else:
-        _render_ratio(result, fmt)
+    _render(evaluate_step(evaluate_request(given)), given, fmt)
 
 
 @app.command()

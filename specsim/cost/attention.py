@@ -220,8 +220,6 @@ def attention_time_s(
     mem = _join(mem, cta_s, eff.ridge_sharpness)
     per_unit = eff.attention_cta_us * 1e-6 * np.maximum(units / hw.sm_count, 1.0)
     split = splits > 1  # flash-decoding's combine kernel
-    # the work units' setup overlaps with the other units' streaming as far as the kernel keeps
-    # several units per SM: a p-norm of p = attention_cta_overlap (1: in series, large: hidden)
     # the combine kernel's share fades as the units fill the SMs (fewer splits each): no cliff in batch
     combine = np.where(split, eff.attention_split_us * (1.0 - fill), 0.0)
     t = (eff.attention_overhead_us + combine) * 1e-6 \

@@ -92,15 +92,15 @@ def check_measurements(df: pd.DataFrame, where: str, need_time: bool = True) -> 
             df[col] = converted
     for col in (c for c in NUMERIC if c != "time_ms"):
         v = df[col].to_numpy(dtype=float)
-        bad = ~np.isnan(v) & (~np.isfinite(v) | (v < 0))
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
+        negative = ~np.isnan(v) & (~np.isfinite(v) | (v < 0))
+        if negative.any():
+            row = int(np.flatnonzero(negative)[0])
             raise SpecsimError(f"{where}: row {row + 2}: column '{col}' must be a finite number >= 0, got {v[row]}")
     if "time_ms" in df.columns:
         t = df["time_ms"].to_numpy(dtype=float)
-        bad = (np.isnan(t) if need_time else np.zeros(len(t), bool)) | (t <= 0) | np.isinf(t)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
+        not_time = (np.isnan(t) if need_time else np.zeros(len(t), bool)) | (t <= 0) | np.isinf(t)
+        if not_time.any():
+            row = int(np.flatnonzero(not_time)[0])
             raise SpecsimError(f"{where}: row {row + 2}: time_ms must be a positive number, got {t[row]}")
     df["op"] = df["op"].astype(str).str.strip().str.lower()
     for col in TEXT[1:]:

@@ -14,6 +14,7 @@ from specsim.drafts.family import DraftFamily
 from specsim.drafts.priors import prior_match
 from specsim.drafts.registry import METHODS, family_of, parse_method
 from specsim.errors import SpecsimError
+from specsim.fields import unknown_names
 
 #: Integer settings of a draft description (checked in [1, 1000000]).
 INT_FIELDS = ("draft_tp", "draft_vocab", "topk", "num_draft_tokens", "window", "guesses", "draft_layers")
@@ -40,6 +41,7 @@ def make_draft(spec: str | dict[str, Any], target: ModelSpec, where: str = "draf
     profile, prior = _acceptance(acc, family, target, model if model is not None else checkpoint, task, temperature,
                                  held_out_source, where)
     trees, ints = _settings(data, where)
+    _applies(family, ints, where)
     if model is not None and "draft_tp" in ints:
         model.check_tp(ints["draft_tp"], f"{where}.draft_tp")
     ints = family.complete(ints, target, where)
@@ -98,7 +100,21 @@ def _acceptance(acc: Any, family: DraftFamily, target: ModelSpec, draft: Any, ta
 
 
 def _given_acceptance(acc: dict[str, Any], where: str) -> AcceptanceProfile:
-    """An acceptance mapping: {alpha | alphas | mean_length + k}."""
+    """An acceptance mapping: {alpha | alphas | acceptance_length + k} (mean_length: its older name)."""
+    bad = unknown_names(sorted(map(str, acc)), ("alpha", "alphas", "acceptance_length", "mean_length", "k"),
+                        "field")
+    if bad is not None:
+        raise SpecsimError(f"{where}.acceptance: {bad}")
+    if "acceptance_length" in acc:
+        if "mean_length" in acc:
+            raise SpecsimError(f"{where}.acceptance: give acceptance_length only (mean_length is its old name)")
+        acc = {("mean_length" if key == "acceptance_length" else key): value for key, value in acc.items()}
+    given = [key for key in ("alpha", "alphas", "mean_length") if key in acc]
+    if len(given) > 1:
+        raise SpecsimError(f"{where}.acceptance: give one of alpha, alphas, acceptance_length, got {', '.join(given)}")
+    if "k" in acc and "mean_length" not in acc:
+        raise SpecsimError(f"{where}.acceptance.k: the draft length an acceptance_length was measured at; give it "
+                           "with acceptance_length only")
     for key in ("alpha", "mean_length", "k"):
         if key in acc and (isinstance(acc[key], bool) or not isinstance(acc[key], int | float)):
             raise SpecsimError(f"{where}.acceptance.{key} must be a number, got {acc[key]!r}")
@@ -107,23 +123,38 @@ def _given_acceptance(acc: dict[str, Any], where: str) -> AcceptanceProfile:
         raise SpecsimError(f"{where}.acceptance.alphas must be a non-empty list of numbers, got {acc['alphas']!r}")
     if "k" in acc and acc["k"] != int(acc["k"]):
         raise SpecsimError(f"{where}.acceptance.k must be an integer, got {acc['k']!r}")
-    if "alpha" in acc:
-        return AcceptanceProfile.from_alpha(float(acc["alpha"]))
-    if "alphas" in acc:
-        return AcceptanceProfile.from_alphas([float(a) for a in acc["alphas"]])
-    if "mean_length" in acc and "k" in acc:
-        return AcceptanceProfile.from_mean_length(float(acc["mean_length"]), int(acc["k"]))
-    raise SpecsimError(f"{where}.acceptance: give alpha, alphas, mean_length + k, or file")
+    try:
+        if "alpha" in acc:
+            return AcceptanceProfile.from_alpha(float(acc["alpha"]))
+        if "alphas" in acc:
+            return AcceptanceProfile.from_alphas([float(a) for a in acc["alphas"]])
+        if "mean_length" in acc and "k" in acc:
+            return AcceptanceProfile.from_mean_length(float(acc["mean_length"]), int(acc["k"]))
+    except SpecsimError as exc:
+        field = "acceptance_length" if given[0] == "mean_length" else given[0]
+        raise SpecsimError(f"{where}.acceptance.{field}: {exc}") from None
+    raise SpecsimError(f"{where}.acceptance: give alpha, alphas, acceptance_length + k, or file")
+
+
+def _applies(family: DraftFamily, ints: dict[str, int], where: str) -> None:
+    """Refuse a setting the family does not read (it would change nothing); topk 1 is a chain, true of any."""
+    for key, value in ints.items():
+        if key not in family.settings and not (key == "topk" and value == 1):
+            takes = f"it takes {', '.join(sorted(family.settings))}" if family.settings else "it takes none"
+            raise SpecsimError(f"{where}.{key}: {family.method} does not read {key} ({takes})")
 
 
 def _settings(data: dict[str, Any], where: str) -> tuple[bool, dict[str, int]]:
     """(trees, the integer settings given) from what is left of a description, checked."""
     allowed = {"name", "trees", *INT_FIELDS}
-    unknown = set(data) - allowed
-    if unknown:
-        raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} "
-                           "(allowed: method, model, acceptance, "
-                           f"{', '.join(sorted(allowed))})")
+    acceptance = {"alpha", "alphas", "acceptance_length", "mean_length"} & set(map(str, data))
+    if acceptance:
+        key = sorted(acceptance)[0]
+        raise SpecsimError(f"{where}: field '{key}' is an acceptance: give it as acceptance: {{{key}: ...}}")
+    bad = unknown_names(sorted(map(str, data)), {*allowed, "method", "model", "acceptance", "checkpoint", "task",
+                                                   "temperature"}, "field")
+    if bad is not None:
+        raise SpecsimError(f"{where}: {bad}")
     trees = data.get("trees", True)
     if not isinstance(trees, bool):
         raise SpecsimError(f"{where}.trees must be true or false, got {trees!r}")

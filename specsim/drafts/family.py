@@ -63,6 +63,11 @@ class DraftFamily(Protocol):
         drafted per step follow the acceptance rather than k."""
         ...
 
+    @property
+    def settings(self) -> frozenset[str]:
+        """The integer settings of a draft description (build.INT_FIELDS) this family reads; another is refused."""
+        ...
+
     def draft_model(self, data: dict[str, Any], target: ModelSpec, where: str) -> ModelSpec | None:
         """The draft's own model from a draft description (``make_draft``); None for other families."""
         ...
@@ -101,6 +106,10 @@ class Family:
 
     def draft_model(self, data: dict[str, Any], target: ModelSpec, where: str) -> ModelSpec | None:
         return None
+
+    @property
+    def settings(self) -> frozenset[str]:
+        return frozenset(("topk", "num_draft_tokens")) if self.can_tree else frozenset()
 
     def complete(self, settings: dict[str, int], target: ModelSpec, where: str) -> dict[str, int]:
         return settings

@@ -22,18 +22,20 @@ from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
-from specsim.files import is_file, read_mapping, read_text
-from specsim.scenario.sections import ServingSpec, TrafficSpec, Where, parse_sections, yaml_lines
+from specsim.fields import FIELDS, MAX_TOKENS, unknown_names
+from specsim.files import is_file, read_yaml_mapping
+from specsim.scenario.sections import ServingSpec, TrafficSpec, parse_sections
 from specsim.scenario.traffic import TraceArrivals
+from specsim.scenario.where import Where, yaml_lines
 from specsim.step.evaluate import DEFAULT_ENGINE, bundled_engine
 
 OBJECTIVES = ("throughput", "latency", "slo")
-MAX_CONTEXT = 1_000_000_000  # tokens; a bound on input, not on what fits (the planner checks memory)
-TOP_KEYS = {"name", "description", "hardware", "model", "tp", "weight_dtype", "kv_dtype", "objective",
-            "slo_ms_per_token", "max_k", "memory_utilization", "drafts", "load", "gpu_hour_usd", "notes",
-            "task", "temperature", "engine",  # task / temperature: what the acceptance priors are looked up for
-            "traffic", "serving",  # the serving simulation's sections (scenario/sections.py)
-            "dp", "ep", "pp", "cp", "layer_split"}  # the parallel layout beside tp (cost/layout.py)
+MAX_CONTEXT = MAX_TOKENS  # tokens; a bound on input, not on what fits (the planner checks memory)
+HOURS_PER_DAY = 24.0
+#: a scenario's own keys (the plan's question and its sections); the rest are fields (specsim/fields.py)
+SCENARIO_ONLY = {"name", "description", "objective", "slo_ms_per_token", "max_k", "drafts", "load", "gpu_hour_usd",
+                 "notes", "traffic", "serving"}
+TOP_KEYS = SCENARIO_ONLY | {f.scenario for f in FIELDS.values() if f.scenario and "." not in f.scenario}
 
 
 @dataclass(frozen=True)
@@ -117,20 +119,20 @@ def _int(data: dict[str, Any], key: str, where: str, default: int | None = None,
     return int(value)
 
 
+def _tokens(value: Any, where: str) -> int:
+    """A context in tokens as the field `context` reads one (2k = 2,000; 2K = 2,048), within its bounds."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise SpecsimError(f"{where}: 'context' must be a token count or a mapping {{tokens: share}}, got {value!r}")
+    return int(FIELDS["context"].parse(value, f"{where}: context"))
+
+
 def _contexts(value: Any, where: str) -> tuple[tuple[int, float], ...]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value <= MAX_CONTEXT:
-            raise SpecsimError(f"{where}: context must be in [0, {MAX_CONTEXT}], got {value}")
-        return ((value, 1.0),)
-    if isinstance(value, dict) and value:
+    if not isinstance(value, dict):
+        return ((_tokens(value, where), 1.0),)
+    if value:
         items = []
         for key, share in value.items():
-            try:
-                ctx = int(key)
-            except (TypeError, ValueError):
-                raise SpecsimError(f"{where}: context keys must be token counts, got {key!r}") from None
-            if not 0 <= ctx <= MAX_CONTEXT:
-                raise SpecsimError(f"{where}: context {key}: must be in [0, {MAX_CONTEXT}] tokens")
+            ctx = _tokens(key, where)
             if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
                 raise SpecsimError(f"{where}: context {key}: share must be a number in (0, 1], got {share!r}")
             items.append((ctx, float(share)))
@@ -139,7 +141,7 @@ def _contexts(value: Any, where: str) -> tuple[tuple[int, float], ...]:
             raise SpecsimError(f"{where}: context shares must sum to 1, got {total:g} "
                                f"({', '.join(f'{c}: {s:g}' for c, s in items)})")
         return tuple((c, s / total) for c, s in items)
-    raise SpecsimError(f"{where}: 'context' must be a token count or a mapping {{tokens: share}}, got {value!r}")
+    raise SpecsimError(f"{where}: 'context' must be a token count or a mapping {{tokens: share}}, got {{}}")
 
 
 def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]:
@@ -149,14 +151,15 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
         raise SpecsimError(f"{where}: load: give either 'buckets' or 'arrival_rate_rps', not both")
     if "arrival_rate_rps" in raw:
         w = f"{where}: load"
-        unknown = set(raw) - {"arrival_rate_rps", "prompt_tokens", "output_tokens"}
-        if unknown:
-            raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} "
-                               "(allowed: arrival_rate_rps, prompt_tokens, "
-                               "output_tokens)")
+        bad = unknown_names(sorted(map(str, raw)), ("arrival_rate_rps", "prompt_tokens", "output_tokens"), "field")
+        if bad is not None:
+            raise SpecsimError(f"{w}: {bad}")
         return (), ArrivalLoad(_real(raw, "arrival_rate_rps", w, lo=1e-9),
                                _int(raw, "prompt_tokens", w, 1024, lo=1),
                                _int(raw, "output_tokens", w, 256, lo=1))
+    bad = unknown_names(sorted(map(str, raw)), ("buckets",), "field")
+    if bad is not None:
+        raise SpecsimError(f"{where}: load: {bad}")
     buckets_raw = raw.get("buckets")
     if not isinstance(buckets_raw, list) or not buckets_raw:
         raise SpecsimError(f"{where}: load.buckets must be a non-empty list")
@@ -165,20 +168,34 @@ def _load(raw: Any, where: str) -> tuple[tuple[Bucket, ...], ArrivalLoad | None]
         w = f"{where}: load.buckets[{i}]"
         if not isinstance(b, dict):
             raise SpecsimError(f"{w}: expected a mapping with batch, context, hours")
-        unknown = set(b) - {"name", "batch", "context", "hours", "weight"}
-        if unknown:
-            allowed = "name, batch, context, hours, weight"
-            raise SpecsimError(f"{w}: unknown field(s) {sorted(map(str, unknown))} (allowed: {allowed})")
+        bad = unknown_names(sorted(map(str, b)), ("name", "batch", "context", "hours", "weight"), "field")
+        if bad is not None:
+            raise SpecsimError(f"{w}: {bad}")
         if "batch" not in b:
             raise SpecsimError(f"{w}: missing field 'batch'")
-        weight = _real(b, "hours", w, None, lo=0) if "hours" in b else _real(b, "weight", w, 1.0, lo=0)
+        if "hours" in b and "weight" in b:
+            raise SpecsimError(f"{w}: give 'hours' (of the day) or 'weight' (a share), not both")
+        weight = _real(b, "hours", w, None, lo=0, hi=HOURS_PER_DAY) if "hours" in b else _real(b, "weight", w, 1.0,
+                                                                                                lo=0)
         buckets.append(Bucket(str(b.get("name", f"bucket{i}")), weight,
                               _int(b, "batch", w, lo=1, hi=1_000_000),
                               _contexts(b.get("context", 2048), w)))
+    return _day_shares(buckets_raw, buckets, where), None
+
+
+def _day_shares(raw: list[Any], buckets: list[Bucket], where: str) -> tuple[Bucket, ...]:
+    """The buckets' shares of the day: hours that sum to 24, or weights (normalised); never a mix of the two."""
+    hours = ["hours" in b for b in raw]
     total = sum(b.weight for b in buckets)
+    if any(hours) and not all(hours):
+        raise SpecsimError(f"{where}: load.buckets: give every bucket 'hours' of the day or every bucket a "
+                           "'weight', not a mix")
+    if all(hours) and abs(total - HOURS_PER_DAY) > 1e-6:
+        raise SpecsimError(f"{where}: load.buckets: hours must sum to 24, got {total:g} "
+                           f"({' + '.join(f'{b.weight:g}' for b in buckets)}); or give each a 'weight' (a share)")
     if total <= 0:
-        raise SpecsimError(f"{where}: load.buckets: hours/weights sum to zero")
-    return tuple(Bucket(b.name, b.weight / total, b.batch, b.contexts) for b in buckets), None
+        raise SpecsimError(f"{where}: load.buckets: weights sum to zero")
+    return tuple(Bucket(b.name, b.weight / total, b.batch, b.contexts) for b in buckets)
 
 
 def _relative(value: Any, base: Path) -> str:
@@ -278,6 +295,8 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
     base = Path(where).parent
     try:
         hw = load_hardware(_relative(data["hardware"], base))
+        if data.get("cost_model") is not None:  # the field --cost-model overrides (specsim/fields.py)
+            hw = hw.with_cost_model(str(data["cost_model"]))
         model = load_model(_model_ref(data["model"], base))
     except SpecsimError as exc:
         raise SpecsimError(f"{where}: {exc}") from None
@@ -296,6 +315,7 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
             buckets, arrival = load_from_traffic(traffic)
         except SpecsimError as exc:
             raise SpecsimError(f"{where}: {exc}") from None
+    _check_window(model, buckets, arrival, traffic, where)
     tp = _int(data, "tp", where, 1, lo=1, hi=64)
     model.check_tp(tp, f"{where}: field 'tp'")
     layout = _layout(data, where, tp, model.n_experts)
@@ -315,6 +335,22 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
     )
 
 
+def _check_window(model: ModelSpec, buckets: tuple[Bucket, ...], arrival: ArrivalLoad | None,
+                  traffic: TrafficSpec | None, where: str) -> None:
+    """Every context the scenario asks within the model's window (as vLLM refuses a request longer than
+    max_model_len): the buckets' contexts, an arrival load's prompt + output, the traffic's mean prompt + output."""
+    try:
+        t = traffic.traffic if traffic is not None else None
+        if t is not None and t.prompt is not None and t.output is not None:
+            model.check_context(t.prompt.mean_tokens + t.output.mean_tokens, "prompt + output (mean)")
+        if arrival is not None:
+            model.check_context(arrival.prompt_tokens + arrival.output_tokens, "load: prompt + output")
+        for b in buckets:
+            model.check_context(max(c for c, _ in b.contexts), f"bucket {b.name!r}: context")
+    except SpecsimError as exc:
+        raise SpecsimError(f"{where}: {exc}") from None
+
+
 def _layout(data: dict[str, Any], where: str, tp: int, n_experts: int) -> Layout | None:
     """The fields dp, ep, pp, cp (whole numbers) and layer_split (true / false) as a layout; None for tp alone."""
     dp, ep, pp, cp = (_int(data, key, where, 1, lo=1, hi=1024) for key in ("dp", "ep", "pp", "cp"))
@@ -331,10 +367,9 @@ def _layout(data: dict[str, Any], where: str, tp: int, n_experts: int) -> Layout
 
 def _check_fields(data: dict[str, Any], where: str) -> None:
     """Only known top-level fields; hardware and model present as names or paths; a load or a traffic section."""
-    unknown = set(data) - TOP_KEYS
-    if unknown:
-        raise SpecsimError(f"{where}: unknown field(s) {sorted(map(str, unknown))} "
-                           f"(allowed: {', '.join(sorted(TOP_KEYS))})")
+    bad = unknown_names(sorted(map(str, data)), TOP_KEYS, "field")
+    if bad is not None:
+        raise SpecsimError(f"{where}: {bad}")
     for key in ("hardware", "model"):
         if key not in data:
             raise SpecsimError(f"{where}: missing field '{key}'")
@@ -361,8 +396,9 @@ def _objective(data: dict[str, Any], where: str, lines: dict[str, int] | None
 
 
 def _dtypes(data: dict[str, Any], where: str) -> tuple[str, str]:
-    """The weights' and the KV cache's dtypes (bf16 unless said)."""
-    wd, kd = str(data.get("weight_dtype", "bf16")), str(data.get("kv_dtype", "bf16"))
+    """The weights' and the KV cache's dtypes (the checkpoint's own weights and a bf16 cache unless said)."""
+    wd = str(data.get("weight_dtype", FIELDS["weight_dtype"].default))
+    kd = str(data.get("kv_dtype", FIELDS["kv_dtype"].default))
     try:
         wd = check_precision(wd)
     except SpecsimError as exc:
@@ -396,8 +432,8 @@ def _drafts(data: dict[str, Any], where: str, base: Path, model: ModelSpec) -> t
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    data = read_mapping(Path(path))
-    lines = yaml_lines(read_text(path)) if "traffic" in data or "serving" in data else None
+    data, text = read_yaml_mapping(path)
+    lines = yaml_lines(text) if "traffic" in data or "serving" in data else None
     try:
         return parse_scenario(data, str(path), lines)
     except SpecsimError:

@@ -36,16 +36,14 @@ serving:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-import yaml
+from typing import Any
 
 from specsim.acceptance.priors import TASKS, task_of_dataset
 from specsim.errors import SpecsimError
+from specsim.files import read_yaml_mapping
 from specsim.scenario.serving import SLO, EngineConfig
 from specsim.scenario.traces import Trace, read_trace
 from specsim.scenario.traffic import (
@@ -64,105 +62,13 @@ from specsim.scenario.traffic import (
     Uniform,
     range_ratio_lengths,
 )
+from specsim.scenario.where import Where, mapping, number, only, yaml_lines
 from specsim.scenario.workload import AcceptanceMix, Workload
 from specsim.step.policy import Policy
 
-T = TypeVar("T")
 MAX_REQUESTS = 10_000_000  # requests one run may simulate (a bound on input, not a model limit)
 MAX_SEQS = 4096  # the step table holds every batch up to this at every k
 MAX_BUDGET = 10_000_000
-
-
-def yaml_lines(text: str) -> dict[str, int]:
-    """Dotted path (list items by index: 'traffic.workloads.0.share') -> 1-based line of its key or item."""
-    out: dict[str, int] = {}
-
-    def walk(node: yaml.Node, path: str) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = f"{path}.{key.value}" if path else str(key.value)
-                out[sub] = key.start_mark.line + 1
-                walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                sub = f"{path}.{i}"
-                out[sub] = item.start_mark.line + 1
-                walk(item, sub)
-
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return out
-    if root is not None:
-        walk(root, "")
-    return out
-
-
-@dataclass(frozen=True)
-class Where:
-    """A place in a file: file name, dotted path, and the line map for messages."""
-
-    file: str
-    path: str = ""
-    lines: Mapping[str, int] | None = None
-
-    def at(self, key: str | int) -> Where:
-        return Where(self.file, f"{self.path}.{key}" if self.path else str(key), self.lines)
-
-    def error(self, message: str, key: str | None = None) -> SpecsimError:
-        """'FILE line N: PATH: MESSAGE', N the line of PATH.key (or the nearest enclosing entry)."""
-        line = None
-        if self.lines:
-            probe = f"{self.path}.{key}" if key and self.path else (key or self.path)
-            while probe and line is None:
-                line = self.lines.get(probe)
-                probe = probe.rpartition(".")[0]
-        loc = f"{self.file} line {line}" if line else self.file
-        return SpecsimError(f"{loc}: {self.path}: {message}" if self.path else f"{loc}: {message}")
-
-    def build(self, make: Callable[[], T], key: str | None = None) -> T:
-        """make(), with a constructor's SpecsimError re-raised at this place (the field it names, if any)."""
-        try:
-            return make()
-        except SpecsimError as exc:
-            msg = str(exc)
-            named = msg.split("'")[1] if msg.startswith("field '") else key
-            raise self.error(msg, named) from None
-
-
-def _mapping(raw: object, where: Where, what: str) -> dict[str, object]:
-    if not isinstance(raw, dict):
-        raise where.error(f"expected a mapping ({what}), got {raw!r}")
-    return raw
-
-
-def _only(raw: Mapping[str, object], where: Where, allowed: set[str]) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise where.error(f"unknown field '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})", unknown[0])
-
-
-def _number(raw: Mapping[str, object], key: str, where: Where, default: Any = None, lo: float | None = None,
-            integer: bool = False, strict_lo: bool = False) -> Any:
-    if key not in raw or raw[key] is None:
-        if default is None:
-            raise where.error(f"missing field '{key}'", key)
-        return default
-    value = raw[key]
-    kind = "an integer" if integer else "a number"
-    bound = "" if lo is None else f" {'>' if strict_lo else '>='} {lo:g}"
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value)
-            or (integer and not float(value).is_integer())
-            or (lo is not None and not (value > lo if strict_lo else value >= lo))):
-        raise where.error(f"field '{key}' must be {kind}{bound}, got {value!r}", key)
-    return int(value) if integer else float(value)
-
-
-def _finite(value: float) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer beyond any float
-        return False
 
 
 def _model(raw: Mapping[str, object]) -> str | None:
@@ -181,47 +87,47 @@ def _path(raw: Mapping[str, object], where: Where, base_dir: Path) -> Path:
 
 def parse_arrivals(raw: object, where: Where, base_dir: Path) -> Arrivals:
     """{process: poisson | gamma | curve | trace, ...} -> an arrival process."""
-    raw = _mapping(raw, where, "process: poisson | gamma | constant | curve | trace | closed")
+    raw = mapping(raw, where, "process: poisson | gamma | constant | curve | trace | closed")
     process = raw.get("process", "poisson")
     if process == "closed":
-        _only(raw, where, {"process", "concurrency"})
+        only(raw, where, {"process", "concurrency"})
         if "concurrency" not in raw:
             raise where.error("missing field 'concurrency' (the clients sending requests)")
         return Saturated()
     if process == "poisson":
-        _only(raw, where, {"process", "rate_rps", "concurrency"})
-        return Poisson(_number(raw, "rate_rps", where, lo=0, strict_lo=True))
+        only(raw, where, {"process", "rate_rps", "concurrency"})
+        return Poisson(number(raw, "rate_rps", where, lo=0, strict_lo=True))
     if process == "constant":
-        _only(raw, where, {"process", "rate_rps", "concurrency"})
-        return Constant(_number(raw, "rate_rps", where, lo=0, strict_lo=True))
+        only(raw, where, {"process", "rate_rps", "concurrency"})
+        return Constant(number(raw, "rate_rps", where, lo=0, strict_lo=True))
     if process == "gamma":
-        _only(raw, where, {"process", "rate_rps", "cv", "concurrency"})
-        return Gamma(_number(raw, "rate_rps", where, lo=0, strict_lo=True), _number(raw, "cv", where, lo=0,
+        only(raw, where, {"process", "rate_rps", "cv", "concurrency"})
+        return Gamma(number(raw, "rate_rps", where, lo=0, strict_lo=True), number(raw, "cv", where, lo=0,
                                                                                      strict_lo=True))
     if process == "curve":
-        _only(raw, where, {"process", "hourly_rps", "points", "cv", "start_hour"})
-        cv = _number(raw, "cv", where, 1.0, lo=0, strict_lo=True)
-        start = _number(raw, "start_hour", where, 0.0, lo=0)
+        only(raw, where, {"process", "hourly_rps", "points", "cv", "start_hour"})
+        cv = number(raw, "cv", where, 1.0, lo=0, strict_lo=True)
+        start = number(raw, "start_hour", where, 0.0, lo=0)
         if ("hourly_rps" in raw) == ("points" in raw):
             raise where.error("give exactly one of 'hourly_rps' (24 rates) and 'points' ([[hour, rate], ...])")
         if "hourly_rps" in raw:
             rates = raw["hourly_rps"]
             if not isinstance(rates, list) or len(rates) != 24:
                 raise where.error(f"field 'hourly_rps' must be a list of 24 rates, got {rates!r}", "hourly_rps")
-            values = [_number({"hourly_rps": r}, "hourly_rps", where.at("hourly_rps").at(i), lo=0)
+            values = [number({"hourly_rps": r}, "hourly_rps", where.at("hourly_rps").at(i), lo=0)
                       for i, r in enumerate(rates)]
             return where.build(lambda: RateCurve.hourly(values, cv, start), "hourly_rps")
         pts = raw["points"]
         if not isinstance(pts, list) or not pts or any(not isinstance(p, list) or len(p) != 2 for p in pts):
             raise where.error(f"field 'points' must be a list of [hour, rate_rps] pairs, got {pts!r}", "points")
-        hours = [_number({"hour": p[0]}, "hour", where.at("points").at(i), lo=0) for i, p in enumerate(pts)]
-        rates_l = [_number({"rate_rps": p[1]}, "rate_rps", where.at("points").at(i), lo=0) for i, p in enumerate(pts)]
+        hours = [number({"hour": p[0]}, "hour", where.at("points").at(i), lo=0) for i, p in enumerate(pts)]
+        rates_l = [number({"rate_rps": p[1]}, "rate_rps", where.at("points").at(i), lo=0) for i, p in enumerate(pts)]
         return where.build(lambda: RateCurve(tuple(hours), tuple(rates_l), "linear", cv, start), "points")
     if process == "trace":
-        _only(raw, where, {"process", "path", "layout", "speedup", "start_s", "model"})
+        only(raw, where, {"process", "path", "layout", "speedup", "start_s", "model"})
         trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), _model(raw))
-        return TraceArrivals(trace, _number(raw, "speedup", where, 1.0, lo=0, strict_lo=True),
-                             _number(raw, "start_s", where, 0.0, lo=0))
+        return TraceArrivals(trace, number(raw, "speedup", where, 1.0, lo=0, strict_lo=True),
+                             number(raw, "start_s", where, 0.0, lo=0))
     raise where.error(f"field 'process' must be one of poisson, gamma, constant, curve, trace, closed; got "
                       f"{process!r}", "process")
 
@@ -230,7 +136,7 @@ def parse_concurrency(raw: object, where: Where) -> int | None:
     """The arrivals' `concurrency` (closed-loop clients), None when absent."""
     if not isinstance(raw, Mapping) or "concurrency" not in raw:
         return None
-    return int(_number(dict(raw), "concurrency", where, lo=1, integer=True))
+    return int(number(dict(raw), "concurrency", where, lo=1, integer=True))
 
 
 def parse_lengths(raw: object, where: Where, base_dir: Path, trace: Trace | None = None) -> LengthDist | None:
@@ -239,37 +145,37 @@ def parse_lengths(raw: object, where: Where, base_dir: Path, trace: Trace | None
     if isinstance(raw, int) and not isinstance(raw, bool):
         tokens = raw
         return where.build(lambda: Fixed(tokens))
-    raw = _mapping(raw, where, "dist: fixed | uniform | random | lognormal | trace")
+    raw = mapping(raw, where, "dist: fixed | uniform | random | lognormal | trace")
     dist = raw.get("dist")
     if dist == "uniform":
-        _only(raw, where, {"dist", "low", "high"})
-        low, high = (_number(raw, key, where, lo=1, integer=True) for key in ("low", "high"))
+        only(raw, where, {"dist", "low", "high"})
+        low, high = (number(raw, key, where, lo=1, integer=True) for key in ("low", "high"))
         return where.build(lambda: Uniform(low, high), "high")
     if dist == "random":
-        _only(raw, where, {"dist", "tokens", "range_ratio", "client"})
-        tokens = _number(raw, "tokens", where, lo=1, integer=True)
-        ratio = _number(raw, "range_ratio", where, 0.0, lo=0)
+        only(raw, where, {"dist", "tokens", "range_ratio", "client"})
+        tokens = number(raw, "tokens", where, lo=1, integer=True)
+        ratio = number(raw, "range_ratio", where, 0.0, lo=0)
         client = str(raw.get("client", "sglang"))
         return where.build(lambda: range_ratio_lengths(tokens, ratio, client), "range_ratio")
     if dist == "fixed":
-        _only(raw, where, {"dist", "tokens"})
-        tokens = _number(raw, "tokens", where, lo=1, integer=True)
+        only(raw, where, {"dist", "tokens"})
+        tokens = number(raw, "tokens", where, lo=1, integer=True)
         return Fixed(tokens)
     if dist == "lognormal":
-        _only(raw, where, {"dist", "median", "sigma", "mean", "cv", "min", "max"})
-        lo = _number(raw, "min", where, 1, lo=1, integer=True)
-        hi = _number(raw, "max", where, 0, lo=1, integer=True) if "max" in raw else None
+        only(raw, where, {"dist", "median", "sigma", "mean", "cv", "min", "max"})
+        lo = number(raw, "min", where, 1, lo=1, integer=True)
+        hi = number(raw, "max", where, 0, lo=1, integer=True) if "max" in raw else None
         if "median" in raw or "sigma" in raw:
             if "mean" in raw or "cv" in raw:
                 raise where.error("give median + sigma or mean + cv, not both", "mean" if "mean" in raw else "cv")
-            median = _number(raw, "median", where, lo=0, strict_lo=True)
-            sigma = _number(raw, "sigma", where, lo=0)
+            median = number(raw, "median", where, lo=0, strict_lo=True)
+            sigma = number(raw, "sigma", where, lo=0)
             return where.build(lambda: Lognormal(median, sigma, lo, hi))
-        mean = _number(raw, "mean", where, lo=0, strict_lo=True)
-        cv = _number(raw, "cv", where, lo=0)
+        mean = number(raw, "mean", where, lo=0, strict_lo=True)
+        cv = number(raw, "cv", where, lo=0)
         return where.build(lambda: Lognormal.from_mean_cv(mean, cv, lo, hi))
     if dist == "trace":
-        _only(raw, where, {"dist", "path", "layout", "model"})
+        only(raw, where, {"dist", "path", "layout", "model"})
         if "path" in raw:
             trace = read_trace(_path(raw, where, base_dir), str(raw.get("layout", "auto")), _model(raw))
         if trace is None:
@@ -285,8 +191,8 @@ def parse_workloads(raw: object, where: Where) -> tuple[Workload, ...]:
     out = []
     for i, item in enumerate(raw):
         w = where.at(i)
-        item = _mapping(item, w, "name, share, alphas | task")
-        _only(item, w, {"name", "share", "alphas", "task"})
+        item = mapping(item, w, "name, share, alphas | task")
+        only(item, w, {"name", "share", "alphas", "task"})
         alphas = item.get("alphas")
         if isinstance(alphas, int | float) and not isinstance(alphas, bool):
             alphas = [alphas]
@@ -299,7 +205,7 @@ def parse_workloads(raw: object, where: Where) -> tuple[Workload, ...]:
                 raise w.error("give 'alphas' or 'task', not both", "task")
             if not isinstance(task, str) or task_of_dataset(task) is None:
                 raise w.error(f"field 'task' must be one of {', '.join(TASKS)}, got {task!r}", "task")
-        share = _number(item, "share", w, 1.0, lo=0, strict_lo=True)
+        share = number(item, "share", w, 1.0, lo=0, strict_lo=True)
         out.append(Workload(str(item.get("name", f"workload{i}")), share,
                             None if alphas is None else tuple(float(a) for a in alphas), task))
     return tuple(out)
@@ -317,18 +223,20 @@ def parse_mix(raw: object, where: Where) -> AcceptanceMix:
 
 
 def parse_policy(raw: object, where: Where) -> Policy:
-    """off | k | {k, disable_above_batch} | {schedule: [[from, to, k], ...], k (elsewhere), disable_above_batch}."""
+    """off | k | {k, disable_above_batch} | {schedule: [[from, to, k], ...], k (elsewhere), disable_above_batch}, or
+    a policy as `simulate --policy` spells it ("k=4,off>64", "1-16:4,17-64:2")."""
     if raw is None or raw is False or raw == "off" or raw == 0:
         return Policy.off()
     if isinstance(raw, str):
-        raise where.error(f"expected plan, off, a k or a mapping {{k, schedule, disable_above_batch}}, got {raw!r}")
+        text = raw
+        return where.build(lambda: Policy.parse(text, "speculation"))
     if isinstance(raw, int) and not isinstance(raw, bool):
         k = raw
         return where.build(lambda: Policy.static(k), "k")
-    raw = _mapping(raw, where, "off, or k / schedule / disable_above_batch")
-    _only(raw, where, {"k", "schedule", "disable_above_batch"})
-    k = _number(raw, "k", where, 0, lo=0, integer=True)
-    off_above = _number(raw, "disable_above_batch", where, 0, lo=0, integer=True) if (
+    raw = mapping(raw, where, "off, or k / schedule / disable_above_batch")
+    only(raw, where, {"k", "schedule", "disable_above_batch"})
+    k = number(raw, "k", where, 0, lo=0, integer=True)
+    off_above = number(raw, "disable_above_batch", where, 0, lo=0, integer=True) if (
         "disable_above_batch" in raw) else None
     sched = raw.get("schedule", [])
     if not isinstance(sched, list) or any(not isinstance(s, list) or len(s) != 3 for s in sched):
@@ -360,12 +268,12 @@ class ServingSpec:
 
 
 def parse_serving(raw: object, where: Where) -> ServingSpec:
-    raw = _mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
-    _only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
+    raw = mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
+    only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
                        "target_rate_rps", "gpus_per_replica", "draft"})
-    seqs = _number(raw, "max_num_seqs", where, 256, lo=1, integer=True)
-    budget = _number(raw, "max_num_batched_tokens", where, 8192, lo=1, integer=True)
-    kv = _number(raw, "kv_capacity_tokens", where, lo=1, integer=True) if "kv_capacity_tokens" in raw else None
+    seqs = number(raw, "max_num_seqs", where, 256, lo=1, integer=True)
+    budget = number(raw, "max_num_batched_tokens", where, 8192, lo=1, integer=True)
+    kv = number(raw, "kv_capacity_tokens", where, lo=1, integer=True) if "kv_capacity_tokens" in raw else None
     if seqs > MAX_SEQS or budget > MAX_BUDGET:
         key = "max_num_seqs" if seqs > MAX_SEQS else "max_num_batched_tokens"
         raise where.error(f"field '{key}' must be at most {MAX_SEQS if seqs > MAX_SEQS else MAX_BUDGET:,}", key)
@@ -381,15 +289,15 @@ def parse_serving(raw: object, where: Where) -> ServingSpec:
     slo = None
     if raw.get("slo") is not None:
         w = where.at("slo")
-        s = _mapping(raw["slo"], w, "ttft_ms, tpot_ms, percentile")
-        _only(s, w, {"ttft_ms", "tpot_ms", "percentile"})
-        pct = _number(s, "percentile", w, 99.0, lo=0, strict_lo=True)
+        s = mapping(raw["slo"], w, "ttft_ms, tpot_ms, percentile")
+        only(s, w, {"ttft_ms", "tpot_ms", "percentile"})
+        pct = number(s, "percentile", w, 99.0, lo=0, strict_lo=True)
         if pct > 100:
             raise w.error(f"field 'percentile' must be in (0, 100], got {pct:g}", "percentile")
-        slo = SLO(_number(s, "ttft_ms", w, lo=0, strict_lo=True) / 1e3,
-                  _number(s, "tpot_ms", w, lo=0, strict_lo=True) / 1e3, pct)
-    rate = _number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
-    gpus = _number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
+        slo = SLO(number(s, "ttft_ms", w, lo=0, strict_lo=True) / 1e3,
+                  number(s, "tpot_ms", w, lo=0, strict_lo=True) / 1e3, pct)
+    rate = number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
+    gpus = number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
     return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan, "max_num_seqs" in raw)
 
 
@@ -402,8 +310,8 @@ class TrafficSpec:
 
 
 def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
-    raw = _mapping(raw, where, "arrivals, num_requests | duration_s, prompt, output, workloads, seed")
-    _only(raw, where, {"arrivals", "num_requests", "duration_s", "prompt", "output", "workloads", "seed"})
+    raw = mapping(raw, where, "arrivals, num_requests | duration_s, prompt, output, workloads, seed")
+    only(raw, where, {"arrivals", "num_requests", "duration_s", "prompt", "output", "workloads", "seed"})
     if "arrivals" not in raw:
         raise where.error("missing field 'arrivals'")
     arrivals = parse_arrivals(raw["arrivals"], where.at("arrivals"), base_dir)
@@ -415,10 +323,10 @@ def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
             prompt, output = (dist, output) if key == "prompt" else (prompt, dist)
         elif trace is None:
             raise where.error(f"missing field '{key}' (a length distribution; only a replayed trace has its own)")
-    n = _number(raw, "num_requests", where, lo=1, integer=True) if "num_requests" in raw else None
+    n = number(raw, "num_requests", where, lo=1, integer=True) if "num_requests" in raw else None
     if n is not None and n > MAX_REQUESTS:
         raise where.error(f"field 'num_requests' must be at most {MAX_REQUESTS:,}, got {n:,}", "num_requests")
-    duration = _number(raw, "duration_s", where, lo=0, strict_lo=True) if "duration_s" in raw else None
+    duration = number(raw, "duration_s", where, lo=0, strict_lo=True) if "duration_s" in raw else None
     if n is not None and duration is not None:
         raise where.error("give one of 'num_requests' and 'duration_s', not both", "duration_s")
     if n is None and duration is None and trace is None:
@@ -426,7 +334,7 @@ def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
     workloads = parse_workloads(raw["workloads"], where.at("workloads")) if "workloads" in raw else ()
     given = [w.resolved() for w in workloads]
     mix = AcceptanceMix(tuple(c for c in given if c is not None)) if given and None not in given else None
-    seed = _number(raw, "seed", where, 0, lo=0, integer=True)
+    seed = number(raw, "seed", where, 0, lo=0, integer=True)
     if seed >= 2**63:
         raise where.error(f"field 'seed' must be below 2^63, got {seed}", "seed")
     clients = parse_concurrency(raw["arrivals"], where.at("arrivals"))
@@ -447,17 +355,8 @@ class SimulationSpec:
 def load_simulation(path: str | Path, data: Mapping[str, Any] | None = None) -> SimulationSpec:
     """The traffic and serving sections of a scenario file (data: the already-parsed mapping, if any)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError:
-        raise SpecsimError(f"{p}: no such file") from None
-    if data is None:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SpecsimError(f"{p.name}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise SpecsimError(f"{p.name}: expected a mapping at the top level")
+    parsed, text = read_yaml_mapping(p)
+    data = parsed if data is None else data
     lines = yaml_lines(text)
     root = Where(p.name, "", lines)
     if "traffic" not in data:

@@ -1,4 +1,4 @@
-"""Each published result as a configuration `plan.grid.evaluate_grid` can price, or the reason it cannot.
+"""Each published result as a configuration `advise.grid.evaluate_grid` can price, or the reason it cannot.
 
 The row's own hardware, model, engine, draft, shape, batch and context are used as stated; what the
 source leaves out comes from data/methods.yaml (the shape each published implementation runs, with
@@ -51,7 +51,7 @@ class Stated(TypedDict, total=False):
 
 
 class GridRow(DraftShape, Stated):
-    """A published result as a row `plan.grid.evaluate_grid` prices."""
+    """A published result as a row `advise.grid.evaluate_grid` prices."""
 
     id: str
     hardware: str
@@ -67,6 +67,7 @@ class GridRow(DraftShape, Stated):
     pp: int
     layer_split: bool
     check_memory: bool
+    check_context: bool
     batch: int
     context: int
 
@@ -272,6 +273,9 @@ def map_row(row: pd.Series) -> tuple[GridRow | None, str]:
         # a research loop's memory is not a serving engine's (no KV pool sized by a utilisation, no graph pool):
         # the engines' accounting (step/memory.py) would refuse splits the papers ran
         "check_memory": not pipeline,
+        # a published run fitted its checkpoint's window: a long-context variant of the architecture where the
+        # catalogue holds the base (TriForce's Yarn-extended Llama-2 at 128k, advise/grid.py INTERNAL)
+        "check_context": False,
         "batch": int(row["batch"]) if np.isfinite(row["batch"]) else 1,
         "context": int(row["context"]) if np.isfinite(row["context"]) else DEFAULT_CONTEXT, **_stated(row)}
     return grid, ""

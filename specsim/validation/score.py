@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from specsim.advise.grid import evaluate_grid
+from specsim.advise.request import PRIOR_KEYS
 from specsim.engines.profile import EngineProfile
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping
-from specsim.plan.grid import evaluate_grid
 from specsim.validation.corpus import STATED, load_corpus
 from specsim.validation.mapping import to_grid
 
@@ -118,8 +119,9 @@ def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str,
         g["acceptance_length"] = np.nan
         # held out: the prior never comes from the row's own source
         g["prior_held_out_source"] = corpus.set_index("id").loc[g["id"], "source"].to_numpy()
-    else:
+    else:  # the measured acceptance replaces the prior: its keys would change nothing (advise/request.py)
         g = g[g["acceptance_length"].notna()] if "acceptance_length" in g else g.iloc[:0]
+        g = g.drop(columns=[c for c in PRIOR_KEYS if c in g.columns])
     if g.empty:
         return pd.DataFrame(columns=["id", "mode", "predicted", "error"])
     out = evaluate_grid(g, engines)
@@ -169,8 +171,9 @@ def _crossovers(grid: pd.DataFrame, corpus: pd.DataFrame,
         # anchored: tokens per step scaled so the lowest batch reproduces the source (speedup is linear in it)
         scale = sweep["published"].iloc[0] / sp[0] if np.isfinite(sp[0]) and sp[0] > 0 else np.nan
         tps = priors["tokens_per_step"].to_numpy(dtype=float) * scale
-        anchored = evaluate_grid(probe.assign(acceptance_length=np.maximum(tps, 1.0)), engines)["speedup"].to_numpy(
-            dtype=float)
+        anchored_rows = probe.assign(acceptance_length=np.maximum(tps, 1.0))
+        anchored = evaluate_grid(anchored_rows.drop(columns=[c for c in PRIOR_KEYS if c in probe.columns]),
+                                 engines)["speedup"].to_numpy(dtype=float)
         label = f"{key[0]}: {key[2]} {key[4]} k={key[5]} on {key[1]} ({key[3]})"
         out.append(Crossover(label, str(key[0]), tuple(int(b) for b in batches),
                              _first_below_one(batches, sweep["published"].to_numpy(dtype=float)),

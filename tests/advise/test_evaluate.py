@@ -65,8 +65,10 @@ def test_ratio_measured_mean_length_becomes_alpha_at_depth_k() -> None:
         ratio(acceptance=Acceptance(mean_length=6.0), k=4)
 
 
-def test_ratio_tree_file_uses_its_own_table_and_never_reads_sibling_probs() -> None:
-    r = ratio(tree=DATA / "tree_seed.yaml", sibling_probs=_never, batch=8)
+def test_ratio_tree_file_uses_its_own_table_and_refuses_sibling_probs_it_would_not_read() -> None:
+    with pytest.raises(SpecsimError, match="its own acceptance table: --sibling-probs would change nothing"):
+        ratio(tree=DATA / "tree_seed.yaml", sibling_probs=lambda: [0.5], batch=8)
+    r = ratio(tree=DATA / "tree_seed.yaml", batch=8)
     assert float(r.metrics.tokens_per_step) == pytest.approx(2.53)
     assert r.k is None and not r.is_chain and r.chain_rates is None
     assert r.verify_tokens == 8 * 7 and r.acceptance == "tree file / --sibling-probs"
@@ -75,7 +77,9 @@ def test_ratio_tree_file_uses_its_own_table_and_never_reads_sibling_probs() -> N
 def test_tree_probs_resolution_order() -> None:
     tree = Tree.from_parents([-1, -1, 0, 0, 1, 1])
     table = np.array([[0.6, 0.3], [0.5, 0.2]])
-    assert tree_probs(TreeSpec(tree, table), _never, None) is table
+    assert tree_probs(TreeSpec(tree, table), None, None) is table
+    with pytest.raises(SpecsimError, match="--sibling-probs would change nothing"):
+        tree_probs(TreeSpec(tree, table), _never, None)
     assert list(tree_probs(TreeSpec(tree), lambda: [0.6, 0.3], None)) == [0.6, 0.3]
     hazard = tree_probs(TreeSpec(tree), None, lambda depth: np.full(depth, 0.7))
     assert np.allclose(hazard, sibling_probs_hazard(np.full(2, 0.7), 2))

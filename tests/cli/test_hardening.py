@@ -153,7 +153,7 @@ def test_arrival_rate_where_nothing_fits(tmp_path: Path) -> None:
 
 
 def test_evaluate_never_reports_a_speedup_that_does_not_fit() -> None:
-    for extra in (["--batch", "1000000"], ["--context", "100000000"]):
+    for extra in (["--batch", "1000000"], ["--batch", "64", "--context", "128K"]):
         r = invoke("evaluate", "-H", "h100-sxm", "-m", "llama-3.1-8b", "--draft", "eagle3", "--k", "4", *extra)
         assert r.code == 2 and r.err.startswith("error: does not fit: ") and "GiB needed of" in r.err
         assert "speedup" not in r.out

@@ -24,7 +24,8 @@ def _json(*extra: str) -> dict:
 def test_dp_attention_and_ep_change_the_answer_and_say_so() -> None:
     tp = _json("--tp", "8")
     dp = _json("--tp", "1", "--dp", "8", "--ep", "8")
-    assert tp["layout"] == "tp 8" and dp["layout"] == "tp 1, dp 8, ep 8" and tp["gpus"] == dp["gpus"] == 8
+    assert tp["priced_layout"] == "tp 8" and dp["priced_layout"] == "tp 1, dp 8, ep 8"
+    assert tp["gpus"] == dp["gpus"] == 8
     # each GPU reads the KV of its own 8 sequences instead of all 64: the plain step is faster at this batch
     assert dp["baseline_step_ms"] < tp["baseline_step_ms"]
     assert dp["memory_gib_per_gpu"] != tp["memory_gib_per_gpu"]
@@ -51,7 +52,7 @@ def test_a_grid_and_a_scenario_take_the_same_layout(tmp_path: Path) -> None:
     (("--tp", "8", "--ep", "3"), ("ep 3 must divide",)),
     (("--tp", "8", "--layer-split"), ("--layer-split", "--pp >= 2")),
     (("--tp", "8", "--cp", "3"), ("context parallelism 3",)),
-    (("--tp", "8", "--dp", "0"), ("--dp must be a whole number >= 1",)),
+    (("--tp", "8", "--dp", "0"), ("--dp must be in [1, 1,024], got 0",)),
 ])
 def test_a_layout_that_cannot_run_gets_one_line(tmp_path: Path, extra: tuple[str, ...], expect: tuple[str, ...]
                                                 ) -> None:

@@ -73,7 +73,7 @@ def test_concurrency_one_tpot_is_the_planners_time_per_token() -> None:
     ((*BASE, "--concurrency", "4", "--sweep-rates", "1,2"), ("--concurrency",)),
     ((*BASE, "--plot", "out.svg", "--concurrency", "4"), ("--plot", ".png")),
     (("simulate", "-H", "no-such-gpu", "-m", "llama-3.1-8b", "--draft", "eagle3"), ("no-such-gpu",)),
-    (("simulate", "scenarios/chat-traffic-llama8b-h100.yaml", "-m", "llama-3.1-8b"), ("--model",)),
+    (("simulate", "scenarios/chat-traffic-llama8b-h100.yaml", "-m", "no-such-model"), ("no-such-model",)),
     ((*BASE, "--duration", "5"), ("--duration", "scenario")),
     ((*BASE, "--rate", "4", "--concurrency", "8"), ("--rate",)),
 ])

@@ -77,9 +77,9 @@ def test_evaluate_batch_effect_with_ridge(capsys) -> None:
 
 def test_evaluate_alphas_and_acceptance_files(capsys) -> None:
     d = evaluate_json(capsys, "--alphas", "0.9,0.8,0.5", "-c", "0")
-    assert d["tokens_per_step"] == pytest.approx(2.98) and d["k"] == 3
+    assert d["tokens_per_step"] == pytest.approx(2.98) and d["priced_draft"] == "chain k=3"
     d = evaluate_json(capsys, "--acceptance", str(DATA / "vllm_metrics.txt"), "-c", "0.05")
-    assert d["tokens_per_step"] == pytest.approx(2.7) and d["k"] == 3
+    assert d["tokens_per_step"] == pytest.approx(2.7) and d["priced_draft"] == "chain k=3"
     assert d["alpha_per_position"] == pytest.approx([0.8, 0.75, 0.5])
     d = evaluate_json(capsys, "--acceptance", str(DATA / "vllm_metrics.txt"), "-c", "0.05", "--k", "2")
     assert d["tokens_per_step"] == pytest.approx(1 + 0.8 + 0.6)
@@ -91,7 +91,7 @@ def test_evaluate_alphas_and_acceptance_files(capsys) -> None:
 def test_evaluate_tree_file(capsys, tmp_path: Path) -> None:
     d = evaluate_json(capsys, "--tree", str(DATA / "tree_seed.yaml"), "-c", "0.05", "--batch", "8")
     assert d["tokens_per_step"] == pytest.approx(2.53)  # by hand from the file's acceptance table
-    assert d["tree_nodes"] == 6 and d["verify_tokens"] == 8 * 7
+    assert d["priced_draft"] == "tree of 6 nodes, depth 2" and d["verify_tokens_per_seq"] == 7
     assert d["draft_ms"] == pytest.approx(2 * 0.05)  # two draft passes (depth 2)
     # a file without acceptance: a Sequoia vector by sibling rank from the command line
     f = tmp_path / "t.yaml"
@@ -110,10 +110,10 @@ def test_evaluate_tree_from_alpha(capsys, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--alpha", "1.5", "-c", "0.05", "--k", "4"), "alpha must lie in [0, 1]"),
-        (("--alpha", "-0.2", "-c", "0.05", "--k", "4"), "alpha must lie in [0, 1]"),
+        (("--alpha", "1.5", "-c", "0.05", "--k", "4"), "--alpha must be in [0, 1]"),
+        (("--alpha", "-0.2", "-c", "0.05", "--k", "4"), "--alpha must be in [0, 1]"),
         (("--alphas", "0.9,1.2", "-c", "0.05"), "must lie in [0, 1]"),
-        (("--alpha", "0.5", "-c", "0.05", "--k", "-1"), "--k must be >= 0"),
+        (("--alpha", "0.5", "-c", "0.05", "--k", "-1"), "--k must be in [0, 64]"),
         (("--tree", str(DATA / "tree_cycle.yaml"), "--alpha", "0.5", "-c", "0.05"), "not a tree"),
         (("--acceptance", str(DATA / "no_spec_metrics.txt"), "-c", "0.05"), "no speculative-decoding metrics"),
         (("--acceptance", str(DATA / "absent.txt"), "-c", "0.05"), "no such file"),
@@ -126,7 +126,7 @@ def test_evaluate_tree_from_alpha(capsys, tmp_path: Path) -> None:
             "must share the target's tokenizer",
         ),
         (("--alpha", "0.5", "--k", "3", "-c", "0.1", "--batch", "0"), "--batch"),
-        (("--alpha", "0.5", "--alphas", "0.5", "--k", "3", "-c", "0.1"), "only one"),
+        (("--alpha", "0.5", "--alphas", "0.5", "--k", "3", "-c", "0.1"), "give one acceptance"),
         (("--alphas", "0.9,0.8", "--k", "3", "-c", "0.1"), "exceeds the 2 positions"),
         (("--alpha", "0.5", "--k", "3", "-H", "h999", "-m", "llama-3.1-8b", "-d", "eagle3"), "unknown hardware 'h999'"),
         (("--alpha", "0.5", "--k", "3", "-H", "h100-sxm", "-m", "llama-9000", "-d", "eagle3"), "unknown model"),
@@ -150,13 +150,18 @@ def test_bad_input_one_line_exit_2(capsys, args: tuple[str, ...], message: str) 
 
 
 def test_evaluate_real_route_table_and_json(capsys) -> None:
+    """The answer echoes the question as asked and what was priced: model, weights, layout, draft shape and the
+    acceptance's source."""
     args = ("-H", "h100-sxm", "-m", "llama-3.1-8b", "--draft", "eagle3", "--alpha", "0.8", "--k", "4", "--batch", "8")
     d = evaluate_json(capsys, *args)
-    assert set(REQUIRED) <= set(d) and d["fits_memory"] is True and d["k"] == 4 and d["tp"] == 1
-    assert d["memory_gib_per_gpu"] < d["memory_capacity_gib"] and d["acceptance"] == "alpha=0.8"
+    assert set(REQUIRED) <= set(d) and d["k"] == 4 and d["alpha"] == 0.8 and d["batch"] == 8
+    assert d["priced_model"] == "llama-3.1-8b" and d["priced_layout"] == "tp 1" and d["gpus"] == 1
+    assert d["priced_draft"] == "eagle3: chain k=4" and d["priced_weights"].startswith("bf16")
+    assert d["memory_gib_per_gpu"] < d["memory_capacity_gib"] and d["acceptance_source"] == "alpha=0.8"
     assert d["cost_source"].startswith("roofline cost model: llama-3.1-8b on 1x h100-sxm")
     code, out, _ = run(capsys, "evaluate", *args)
-    assert code == 0 and "memory per GPU (GiB)" in out and "speculative step: eagle3 k=4, batch 8" in out
+    assert code == 0 and "memory per GPU (GiB)" in out and "eagle3: chain k=4" in out
+    assert "speculative step (llama-3.1-8b on 1x h100-sxm), batch 8" in " ".join(out.split())
 
 
 def test_validate_command_passes_and_reports(capsys) -> None:
@@ -186,21 +191,21 @@ def test_validate_exits_1_when_a_check_fails(capsys, monkeypatch) -> None:
 
 def test_evaluate_grid_writes_answers_and_refuses_a_file_without_the_needed_columns(capsys, tmp_path: Path) -> None:
     grid = tmp_path / "g.csv"
-    grid.write_text("hardware,model,draft,k,batch,note\nh100-sxm,llama-3.1-8b,eagle3,3,4,a\n"
+    grid.write_text("hardware,model,draft,k,batch,label\nh100-sxm,llama-3.1-8b,eagle3,3,4,a\n"
                     "h100-sxm,llama-3.1-8b,eagle3,3,0,bad batch\n")
     out = tmp_path / "out.csv"
     code, _, err = run(capsys, "evaluate", "--grid", str(grid), "-o", str(out))
     import pandas as pd
 
     df = pd.read_csv(out, keep_default_na=False)
-    assert code == 2 and "1 of 2 row(s)" in err  # a bad row: its reason in `error`, the others answered
-    assert list(df["note"]) == ["a", "bad batch"] and df["error"][0] == "" and "batch" in df["error"][1]
+    assert code == 4 and "1 of 2 rows" in err  # a bad row: its reason in `error`, the others answered
+    assert list(df["label"]) == ["a", "bad batch"] and df["error"][0] == "" and "batch" in df["error"][1]
     assert float(df["speedup"][0]) > 1.0
     wrong = tmp_path / "w.csv"
     wrong.write_text("model,draft\nllama-3.1-8b,eagle3\n")
     out2 = tmp_path / "out2.csv"
     code, _, err = run(capsys, "evaluate", "--grid", str(wrong), "-o", str(out2))
-    assert code == 2 and "missing column(s) ['hardware']" in err and not out2.exists()
+    assert code == 2 and "needs all of --hardware, --model and --draft" in err and not out2.exists()
 
 
 def test_validate_modules_without_the_tables_is_one_line(capsys, monkeypatch) -> None:
@@ -208,4 +213,4 @@ def test_validate_modules_without_the_tables_is_one_line(capsys, monkeypatch) ->
 
     monkeypatch.setattr(aic, "installed_version", lambda: None)
     code, out, err = run(capsys, "validate", "--modules")
-    assert code == 2 and out == "" and err.count("\n") == 1 and 'pip install ".[tables]"' in err
+    assert code == 2 and out == "" and err.count("\n") == 1 and 'pip install -e ".[tables]"' in err

@@ -28,6 +28,10 @@ class DraftModel(Family):
 
     name: str = "draft_model"
 
+    @property
+    def settings(self) -> frozenset[str]:
+        return frozenset(("draft_tp",))
+
     def draft_model(self, data: dict[str, Any], target: ModelSpec, where: str) -> ModelSpec | None:
         if not data.get("model"):
             raise SpecsimError(f"{where}: a draft_model needs 'model' (a catalogue name or config.json path)")

@@ -66,6 +66,11 @@ class Head(Family):
     moe: bool = False  # the target's (MoE) layer (MTP)
     shipped: bool = False  # ships in the target's checkpoint (MTP): the target must have it
 
+    @property
+    def settings(self) -> frozenset[str]:
+        tree = frozenset(("topk", "num_draft_tokens")) if self.can_tree else frozenset()
+        return tree | (frozenset(("draft_vocab",)) if self.own_vocab else frozenset())
+
     def complete(self, settings: dict[str, int], target: ModelSpec, where: str) -> dict[str, int]:
         if self.own_vocab and "draft_vocab" not in settings:
             settings["draft_vocab"] = min(EAGLE3_DRAFT_VOCAB, target.vocab)

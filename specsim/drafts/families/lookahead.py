@@ -21,6 +21,10 @@ class Lookahead(Family):
 
     name: str = "lookahead"
 
+    @property
+    def settings(self) -> frozenset[str]:
+        return frozenset(("window", "guesses"))
+
     def verify_tokens_per_seq(self, d: Draft, k: Array) -> Array:
         # Lookahead decoding: the step's input holds the lookahead branch (W x (N-1)) and the
         # verification branch (G x (N-1)) plus the current token, with N - 1 = k (Fu et al. 2024 §3).

@@ -32,6 +32,10 @@ class Parallel(Family):
     parallel: bool = True
     layers: int = 1
 
+    @property
+    def settings(self) -> frozenset[str]:
+        return frozenset(("draft_layers",))
+
     def complete(self, settings: dict[str, int], target: ModelSpec, where: str) -> dict[str, int]:
         if "draft_layers" not in settings:
             settings["draft_layers"] = self.layers
