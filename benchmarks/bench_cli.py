@@ -10,12 +10,16 @@ fitting code) the first time any command needs it. `--cold` gives each run an em
 every run pays that fit (~0.6 s) as a machine's very first run does; the default keeps the cache that
 the first run writes, as every later run on a machine finds it.
 
-    python benchmarks/bench_cli.py [--cold] [--only plan,report,...]
+    python benchmarks/bench_cli.py [--cold] [--only plan,report,...] [--json PATH]
+
+`--json PATH` also writes every case's best time as JSON (tools/readme_figures.py reads it for the README's
+Speed table).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -57,9 +61,11 @@ def main() -> int:
     ap.add_argument("--cold", action="store_true", help="an empty specsim cache for every run")
     ap.add_argument("--only", default="", help="kinds to run: version,list,plan,report,validate")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
     kinds = {k for k in args.only.split(",") if k}
     ok = True
+    rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind, label, argv, floor in _cases(Path(tmp)):
             if kinds and kind not in kinds:
@@ -72,8 +78,11 @@ def main() -> int:
                 times.append(_time(argv, env))
             best = min(times)
             ok = ok and best < floor
+            rows.append({"kind": kind, "label": label, "best_s": best, "times_s": times, "floor_s": floor})
             print(f"{label:44s} {best:5.2f} s (best of {args.repeats}; floor {floor:g} s)"
                   f"{'' if best < floor else '  OVER'}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"cold": args.cold, "repeats": args.repeats, "cases": rows}, indent=1))
     return 0 if ok else 1
 
 

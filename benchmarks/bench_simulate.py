@@ -12,12 +12,19 @@
    requests in under 10 s on 2 cores): Llama-3.1-8B on an H100 with EAGLE-3 k = 3, vLLM, 1024 / 1024 tokens at
    range ratio 0.8, concurrency 1..64, the frontier read (the step table's build included); then Little's law
    and the concurrency-1 TPOT against the planner's step time per token.
+
+    python benchmarks/bench_simulate.py [--only closed,speed,planner,planner_floor,floors,sweep] [--json PATH]
+
+`--json PATH` also writes what each part measured as JSON (tools/readme_figures.py reads it for the README).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,8 +56,9 @@ class Roofline:
         return np.zeros(np.broadcast(np.asarray(tokens), np.asarray(mean_context)).shape)
 
 
-def speed() -> None:
+def speed() -> dict[str, Any]:
     req = generate_requests(TRAFFIC, seed=0)
+    out: dict[str, Any] = {"requests": req.n}
     for policy in (Policy.off(), Policy.static(3)):
         eng = EngineConfig(256, 8192, 600_000, policy)
         t0 = time.perf_counter()
@@ -60,9 +68,11 @@ def speed() -> None:
         print(f"speed: {req.n:,} requests, policy {policy.label:>4}: {wall:5.2f} s "
               f"({res.steps.n:,} iterations, {wall / res.steps.n * 1e6:.1f} us each; mean batch "
               f"{m.mean_decode_batch:.0f}, TPOT p50 {m.tpot_s.p50 * 1e3:.1f} ms, preemptions {m.preemptions})")
+        out[policy.label] = wall
+    return out
 
 
-def planner_speed() -> None:
+def planner_speed() -> dict[str, Any]:
     from specsim.advise.planner import PlannerCost, chain
     from specsim.scenario.scenario import load_scenario
     from specsim.step.evaluate import Target
@@ -71,6 +81,7 @@ def planner_speed() -> None:
     t = Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, s.engine)
     d = chain(next(x for x in s.drafts if x.method == "eagle3"))
     req = generate_requests(TRAFFIC, seed=0)
+    out: dict[str, Any] = {"requests": req.n, "model": t.model.name, "hardware": t.hardware.name, "draft": d.label}
     for policy in (Policy.off(), Policy.static(3)):
         eng = EngineConfig(256, 8192, 400_000, policy)
         t0 = time.perf_counter()
@@ -80,9 +91,11 @@ def planner_speed() -> None:
         print(f"speed, real planner ({t.model.name} on {t.hardware.name}, {d.label}): {req.n:,} requests, policy "
               f"{policy.label:>4}: {wall:5.2f} s with the step table's build ({res.steps.n:,} iterations; mean batch "
               f"{m.mean_decode_batch:.0f}, TPOT p50 {m.tpot_s.p50 * 1e3:.1f} ms, preemptions {m.preemptions})")
+        out[policy.label] = wall
+    return out
 
 
-def planner_floor() -> None:
+def planner_floor() -> dict[str, Any]:
     from specsim.advise.planner import PlannerCost, chain
     from specsim.scenario.scenario import load_scenario
     from specsim.step.evaluate import Target, step_arrays
@@ -107,9 +120,10 @@ def planner_floor() -> None:
     print(f"floor: constant concurrency against the real planner (step_arrays via PlannerCost; {t.model.name} on "
           f"{t.hardware.name}, vLLM; drafts {', '.join(x.label for x in s.drafts)}; batch 1-256, k 0/2/4, context "
           f"500-20,800; {steps:,} decode steps): max error {worst:.2e} (floor 2%)")
+    return {"steps": steps, "max_rel_error": worst}
 
 
-def floors() -> None:
+def floors() -> dict[str, Any]:
     cost = Roofline()
     worst = 0.0
     for k in (0, 2, 4):
@@ -125,6 +139,7 @@ def floors() -> None:
     print(f"floor: constant concurrency (batch 1-256, k 0/2/4, context 500-20,800, across the roofline kink): "
           f"step time vs decode_s, max error {worst:.3%} (floor 2%)")
     step = 0.05
+    out: dict[str, Any] = {"roofline_max_rel_error": worst, "md1": {}}
     for rho in (0.5, 0.7, 0.8):
         errs, little = [], []
         for seed in range(5):
@@ -138,24 +153,30 @@ def floors() -> None:
         print(f"floor: M/D/1 rho={rho}: mean queueing delay vs Pollaczek-Khinchine, 5 seeds x 200k requests: "
               f"errors {', '.join(f'{e:+.2%}' for e in errs)} (floor 5%); Little's law max error "
               f"{max(abs(x) for x in little):.1e} (floor 2%)")
+        out["md1"][str(rho)] = {"pk_errors": errs, "little_max_error": max(abs(x) for x in little)}
+    return out
 
 
-def sweep_speed() -> None:
+def sweep_speed() -> dict[str, Any]:
     tr = Traffic(Poisson(8.0), Lognormal(1000, 0.8, max_tokens=8192), Lognormal(200, 0.8, max_tokens=2048),
                  num_requests=25_000)
     cases = grid(tr, EngineConfig(256, 8192, 600_000), MIX, rates_rps=[4.0, 8.0],
                  policies=[Policy.off(), Policy.static(3)])
+    out: dict[str, Any] = {}
     for jobs in (1, 2):
         t0 = time.perf_counter()
         frame = sweep(cases, COST, n_jobs=jobs)
-        print(f"sweep: {len(frame)} cases x 25,000 requests, n_jobs={jobs}: {time.perf_counter() - t0:.2f} s")
+        out[f"jobs_{jobs}"] = time.perf_counter() - t0
+        print(f"sweep: {len(frame)} cases x 25,000 requests, n_jobs={jobs}: {out[f'jobs_{jobs}']:.2f} s")
+    return out
 
 
-def closed_loop_speed() -> None:
+def closed_loop_speed() -> dict[str, Any]:
     from specsim.advise.benchmark import BenchmarkFlags, benchmark_scenario, frontier
     from specsim.advise.simulation import make_setup
 
     flags = BenchmarkFlags("h100-sxm", "llama-3.1-8b", ("eagle3",), k=3, range_ratio=0.8, concurrency=(1,))
+    out: dict[str, Any] = {}
     for jobs in (1, 2):
         t0 = time.perf_counter()
         setup = make_setup(benchmark_scenario(flags), policy=Policy.static(3))
@@ -166,12 +187,24 @@ def closed_loop_speed() -> None:
         print(f"closed loop: {len(rows)} simulations (64 concurrencies x 2 configurations x 1,000 requests), "
               f"{jobs} process(es): {wall:.2f} s (floor < 10 s); throughput x mean latency / concurrency "
               f"{little.min():.4f}-{little.max():.4f}; crossover {f.crossovers}")
+        out[f"jobs_{jobs}"] = {"wall_s": wall, "simulations": len(rows), "little_min": float(little.min()),
+                               "little_max": float(little.max())}
+    return out
+
+
+PARTS = {"closed": closed_loop_speed, "speed": speed, "planner": planner_speed, "planner_floor": planner_floor,
+         "floors": floors, "sweep": sweep_speed}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=",".join(PARTS), help=f"parts to run: {','.join(PARTS)}")
+    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    args = ap.parse_args()
+    out = {name: PARTS[name]() for name in args.only.split(",") if name}
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
-    closed_loop_speed()
-    speed()
-    planner_speed()
-    planner_floor()
-    floors()
-    sweep_speed()
+    main()

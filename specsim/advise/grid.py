@@ -59,8 +59,7 @@ def check_columns(columns: list[str], where: str) -> None:
     answer = [c for c in columns if c in OUTPUTS]
     if answer:
         raise SpecsimError(f"{where}: column {answer[0]!r} is an answer, not a question (drop the answer columns)")
-    bad = unknown_names([str(c) for c in columns], COLUMNS, "column",
-                        "a grid's columns are evaluate's options, spelt tp, weight_dtype, ...: specsim evaluate --help")
+    bad = unknown_names([str(c) for c in columns], COLUMNS, "column", "specsim evaluate --help")
     if bad is not None:
         raise SpecsimError(f"{where}: {bad}")
     dup = [c for c in set(map(COLUMNS.get, columns)) if list(map(COLUMNS.get, columns)).count(c) > 1]

@@ -180,7 +180,7 @@ def test_a_grid_no_row_of_which_is_answered_is_bad_input_and_writes_nothing(tmp_
     assert r.code == 2 and not out.exists() and "no row could be answered" in r.err
 
 
-@pytest.mark.parametrize(("column", "hint"), [("bogus_column", "evaluate's options"),
+@pytest.mark.parametrize(("column", "hint"), [("bogus_column", "specsim evaluate --help lists them"),
                                                ("memory_utilisation", "did you mean memory_utilization"),
                                                ("speedup", "is an answer")])
 def test_a_column_no_field_claims_is_refused_with_the_nearest(column: str, hint: str, tmp_path: Path) -> None:
