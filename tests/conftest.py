@@ -1,10 +1,30 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 VIDUR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vidur"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    """`--dist loadscope` (pyproject.toml) with this suite's units of work and order (tests/_xdist.py)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tests._xdist import Scheduling
+
+    return Scheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On an xdist worker: the modules that take longest first (tests/_xdist.FIRST); a stable sort, so that every
+    worker collects the same order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from tests._xdist import rank
+
+        items.sort(key=lambda item: rank(item.nodeid))
 
 
 @pytest.fixture(scope="session")

@@ -28,8 +28,11 @@ def test_stored_without_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_runs_top_to_bottom(path: Path, tmp_path: Path) -> None:
-    """Executed in memory from an empty working folder (nothing read or written beside the notebook)."""
+def test_runs_top_to_bottom(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Executed in memory from an empty working folder (nothing read or written beside the notebook), with the
+    smaller parameters a notebook takes under SPECSIM_NOTEBOOK_QUICK=1 (03 fits on a third of the rows; the full
+    fit's accuracy is tests/calibration/test_fit.py's)."""
+    monkeypatch.setenv("SPECSIM_NOTEBOOK_QUICK", "1")  # the kernel inherits it
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})

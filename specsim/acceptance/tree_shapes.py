@@ -109,11 +109,19 @@ def eagle2_expected_tokens(probs: ArrayLike, topk: int, depth: int, num_nodes: i
         # each frontier node's top-k children; the next frontier is the best topk of them
         values = (frontier[..., :, None] * width[..., d, None, :]).reshape(*lead, -1)
         layers.append(values)
-        frontier = -np.sort(-values, axis=-1)[..., :topk]
+        frontier = _largest(values, topk)
     if not layers or num_nodes == 0:
         return np.ones(lead)
-    allv = -np.sort(-np.concatenate(layers, axis=-1), axis=-1)
-    return 1.0 + allv[..., :num_nodes].sum(axis=-1)
+    return 1.0 + _largest(np.concatenate(layers, axis=-1), num_nodes).sum(axis=-1)
+
+
+def _largest(values: FloatArray, n: int) -> FloatArray:
+    """The ``n`` largest values along the last axis, largest first: a partition, then a sort of those ``n`` only
+    (the same values in the same order as a full descending sort, so sums over them are the same to the bit)."""
+    if n >= values.shape[-1]:
+        return -np.sort(-values, axis=-1)
+    top = np.partition(values, values.shape[-1] - n, axis=-1)[..., values.shape[-1] - n:]
+    return -np.sort(-top, axis=-1)
 
 
 # Static trees published with the methods (node paths as sibling ranks, Medusa's "choices" format).

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -106,10 +107,10 @@ def print_kv_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None
     console = _console()
     console.print(table)
     for line in (note or "").splitlines():
-        # wrapped between words; a line with a word wider than the terminal (a prior's id) is left whole, for the
-        # terminal to fold, rather than cut into two words
-        whole = any(len(word) > console.width for word in line.split())
-        console.print(line, style="dim", markup=False, soft_wrap=whole)
+        # wrapped between words, and a word wider than the terminal (a prior's id) after its hyphens (the whole id
+        # is in -f json)
+        for part in textwrap.wrap(line, console.width, break_on_hyphens=True) or [""]:
+            console.print(part, style="dim", markup=False, soft_wrap=True)
 
 
 # A table wider than the terminal is never cut: it is printed in the first of these layouts that fits

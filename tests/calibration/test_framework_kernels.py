@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from specsim.cost.hardware import load_hardware
+from tests._memo import Lazy
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("aiconfigurator_core") is None or importlib.util.find_spec("pyarrow") is None,
@@ -43,16 +44,20 @@ FAMILIES = {"gemm_bf16": ("gemm", "bf16 all"), "gemm_fp8": ("gemm", "fp8 all"),
             "decode": ("attention", "decode kv>128 all"), "moe": ("moe", "all")}
 
 
-@pytest.fixture(scope="module")
-def scores() -> dict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame]]:
+def _score(pair: tuple[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pair's tables scored on its framework's block and on the profile's own (vLLM's) parameters."""
     from specsim.calibration import tables
 
-    out = {}
-    for gpu, fw in PAIRS:
-        hw = load_hardware(gpu)
-        rows = tables.load_rows(gpu, fw)
-        out[(gpu, fw)] = (tables.score(hw.for_framework(fw), rows), tables.score(hw, rows))
-    return out
+    gpu, fw = pair
+    hw = load_hardware(gpu)
+    rows = tables.load_rows(gpu, fw)
+    return tables.score(hw.for_framework(fw), rows), tables.score(hw, rows)
+
+
+@pytest.fixture(scope="module")
+def scores() -> Lazy[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame]]:
+    """Each pair scored on first use (a worker scores only its own pairs: tests/_xdist.py)."""
+    return Lazy(_score)
 
 
 def _held(rep: pd.DataFrame, op: str, group: str) -> float:

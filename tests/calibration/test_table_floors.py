@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from specsim.cost.hardware import load_hardware
+from tests._memo import Lazy
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("aiconfigurator_core") is None or importlib.util.find_spec("pyarrow") is None,
@@ -48,11 +49,16 @@ FP8 = {"h100-sxm": (9.1, 10.1), "h200": (9.7, 11.5), "b200": (13.5, 15.5), "b300
 ALLREDUCE_SIZES = {"gb200": (2, 4)}
 
 
-@pytest.fixture(scope="module")
-def reports() -> dict[str, pd.DataFrame]:
+def _report(dev: str) -> pd.DataFrame:
     from specsim.calibration import tables
 
-    return {dev: tables.score(load_hardware(dev), tables.load_rows(dev, "vllm")) for dev in GPUS}
+    return tables.score(load_hardware(dev), tables.load_rows(dev, "vllm"))
+
+
+@pytest.fixture(scope="module")
+def reports() -> Lazy[str, pd.DataFrame]:
+    """Each GPU's scores on first use (a worker scores only its own GPUs: tests/_xdist.py)."""
+    return Lazy(_report)
 
 
 def _held(rep: pd.DataFrame, op: str, prefix: str) -> pd.Series:

@@ -137,13 +137,13 @@ def test_no_compare_in_a_sweep_runs_the_policy_alone() -> None:
 
 
 def test_a_frontier_that_completes_nothing_says_so_in_one_line(tmp_path: Path) -> None:
-    """Issue 30: 500,000 prompt tokens do not fit Llama-3.1-8B's KV cache on one H100: every request is rejected
-    (the model's window is checked at the doors, elsewhere); the frontier refuses in one line, not 'Encountered
-    all NA values'."""
+    """Issue 30: 100,000 prompt tokens are within Llama-3.1-70B's window but not its KV cache with fp8 weights on
+    one H100: every request is rejected; the frontier refuses in one line, not 'Encountered all NA values'."""
     before = snapshot(tmp_path)
-    r = invoke(*FREE, "--input-len", "500000", "--concurrency", "1", cwd=tmp_path)
+    r = invoke("simulate", "-H", "h100-sxm", "-m", "llama-3.1-70b", "--dtype", "fp8", "--draft", "eagle3", "-k", "3",
+               "--input-len", "100000", "--concurrency", "1", cwd=tmp_path)
     assert_clean_failure(r, ("no load point completed a request", "KV cache"), before, snapshot(tmp_path),
-                         "input 500k")
+                         "input 100k")
 
 
 def test_help_reads_whole_at_80_columns() -> None:

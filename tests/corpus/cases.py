@@ -146,7 +146,7 @@ def scenario_cases() -> list[Case]:
     cases.append(Case("scenario-70b-one-h100-arrival", ["plan", "{d}/s.yaml"], ("s.yaml", "does not fit"),
                       {"s.yaml": _yaml(rate)}))
     huge_ctx = {**big, "tp": 8, "load": {"buckets": [{"batch": 8, "context": 100_000_000}]}}
-    cases.append(Case("scenario-context-1e8", ["plan", "{d}/s.yaml"], ("s.yaml", "does not fit"),
+    cases.append(Case("scenario-context-1e8", ["plan", "{d}/s.yaml"], ("s.yaml", "131,072-token window"),
                       {"s.yaml": _yaml(huge_ctx)}))
     return cases
 

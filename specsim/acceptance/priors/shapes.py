@@ -166,6 +166,17 @@ def scale_to(rates: FloatArray, ratio: float, ref: Shape) -> FloatArray:
     if abs(ratio - 1.0) < 1e-12:
         return rates
     target = ratio * (tau_of(rates, ref) - 1.0)
-    deltas = np.linspace(-10.0, 10.0, 801)
-    curve = tau_grid(shift(np.asarray(rates)[None, :], deltas[:, None]), ref) - 1.0
-    return shift(rates, float(np.interp(target, curve, deltas)))
+    curve = _shift_curve(tuple(np.asarray(rates, dtype=float).tolist()), ref)
+    return shift(rates, float(np.interp(target, curve, _DELTAS)))
+
+
+_DELTAS = np.linspace(-10.0, 10.0, 801)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shift_curve(rates: tuple[float, ...], ref: Shape) -> FloatArray:
+    """tau - 1 in ``ref`` of ``rates`` shifted by each of _DELTAS; memoised (pure in its arguments): a lookup
+    scales the same entry's rates to several ratios (its central value and its band's ends)."""
+    curve = tau_grid(shift(np.asarray(rates)[None, :], _DELTAS[:, None]), ref) - 1.0
+    curve.flags.writeable = False
+    return curve
