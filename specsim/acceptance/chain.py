@@ -144,7 +144,7 @@ def expected_tokens_positional(rates: ArrayLike, k: ArrayLike) -> FloatArray:
     kk = check_k(k)
     K = surv.shape[-1]
     if np.any(kk > K):
-        raise SpecsimError(f"k = {int(kk.max())} exceeds the {K} positions with known acceptance")
+        raise SpecsimError(f"k = {int(np.max(kk))} exceeds the {K} positions with known acceptance")
     cum = np.concatenate([np.zeros((*surv.shape[:-1], 1)), np.cumsum(surv, axis=-1)], axis=-1)
     lead = np.broadcast_shapes(cum.shape[:-1], kk.shape)
     cum = np.broadcast_to(cum, (*lead, K + 1))
@@ -303,7 +303,7 @@ class AcceptanceProfile:
     def mean_tokens(self, k: ArrayLike) -> FloatArray:
         """Expected tokens per step (mean acceptance length incl. bonus) at draft length(s) k."""
         kk = check_k(k)
-        kmax = int(kk.max()) if kk.size else 0
+        kmax = int(np.max(kk)) if kk.size else 0
         return expected_tokens_positional(self.rates_for(kmax), kk)
 
     def distribution(self, k: int) -> FloatArray:

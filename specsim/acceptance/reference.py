@@ -119,7 +119,7 @@ def circulant_pair(
     draft position with conditional acceptance ``betas[i]`` at position i+1.
     """
     logits = rng.standard_normal(vocab_size) * sharpness
-    p = np.exp(logits - logits.max())
+    p = np.exp(logits - np.max(logits))
     p /= p.sum()
     target = circulant_lm(p)
     if isinstance(betas, int | float):

@@ -94,7 +94,7 @@ class Tree:
     @property
     def depth(self) -> int:
         """The tree's depth: the longest root path (0 for an empty tree); = draft passes for EAGLE-style drafts."""
-        return int(self.depths.max()) if self.num_nodes else 0
+        return int(np.max(self.depths)) if self.num_nodes else 0
 
     @cached_property
     def ranks(self) -> IntArray:

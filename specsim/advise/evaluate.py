@@ -226,7 +226,7 @@ def tree_probs(spec: TreeSpec, sibling_probs: FloatList | None,
     if rates is None:
         raise SpecsimError("a tree needs acceptance: an 'acceptance' table in the tree file, "
                            "--sibling-probs, or --alpha/--alphas/--acceptance")
-    return sibling_probs_hazard(rates(max(spec.tree.depth, 1)), int(spec.tree.ranks.max(initial=0)) + 1)
+    return sibling_probs_hazard(rates(max(spec.tree.depth, 1)), int(np.max(spec.tree.ranks, initial=0)) + 1)
 
 
 def _ratio_profile(req: EvaluateRequest) -> AcceptanceProfile | None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from specsim.advise.planner import (
@@ -159,9 +160,9 @@ class Setup:
         d = draft or self.draft
         engines = [self.engine(p, d) for p in policies]
         tables = [e.k_by_batch() for e in engines]
-        longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
+        longest = max([float(np.max(r.prompt_tokens + r.output_tokens)) for r in requests if r.n] or [1.0])
         bound = length_bound(self.traffic)
-        need = max(longest, bound or 0.0) + max(int(e.verify_by_batch().max()) for e in engines)  # + k + 1
+        need = max(longest, bound or 0.0) + max(int(np.max(e.verify_by_batch())) for e in engines)  # + k + 1
         return cached_table(self.cost(d), self.limits.max_num_seqs, self.limits.max_num_batched_tokens,
                             rows_of(tables), need)
 

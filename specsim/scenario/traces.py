@@ -90,7 +90,7 @@ def _times(path: Path, frame: pd.DataFrame, column: str, layout: str) -> FloatAr
             i = int(np.flatnonzero(bad)[0])
             raise _fail(path, int(raw.index[i]) + 2, column, "a date-time such as 2023-11-16 18:15:46.68", raw.iloc[i])
         ns = np.asarray(stamps.astype("int64").to_numpy(), dtype=np.int64)
-        secs: FloatArray = (ns - ns.min()).astype(np.float64) / 1e9
+        secs: FloatArray = (ns - np.min(ns)).astype(np.float64) / 1e9
         return secs
     num = pd.to_numeric(raw.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(num)

@@ -281,7 +281,7 @@ class Requests:
             raise SpecsimError("requests: arrival, prompt and output arrays differ in length")
         if len(a) and ((np.diff(a) < 0).any() or not np.isfinite(a).all()):
             raise SpecsimError("requests: arrival times must be finite and sorted")
-        if len(a) and (p.min() < 1 or o.min() < 1):
+        if len(a) and (np.min(p) < 1 or np.min(o) < 1):
             raise SpecsimError("requests: prompt and output lengths must be >= 1 token")
 
     @classmethod

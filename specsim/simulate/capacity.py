@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from specsim.errors import SpecsimError
 from specsim.scenario.serving import SLO, EngineConfig, Pricing, cost_per_mtok_usd
 from specsim.scenario.traffic import Requests
@@ -29,7 +31,7 @@ def table_for(cost: StepCost, engines: list[EngineConfig], requests: list[Reques
         return cost
     rows = rows_of([e.k_by_batch() for e in engines])
     step = max(e.max_verify_tokens for e in engines)  # one step's tokens past the longest request: k + 1 (a chain)
-    longest = max([float((r.prompt_tokens + r.output_tokens).max()) for r in requests if r.n] or [1.0])
+    longest = max([float(np.max(r.prompt_tokens + r.output_tokens)) for r in requests if r.n] or [1.0])
     return StepTable.build(cost, max(e.max_num_seqs for e in engines), rows, longest + step,
                            max(e.max_num_batched_tokens for e in engines), rows=rows)
 

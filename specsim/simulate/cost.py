@@ -227,7 +227,7 @@ class StepTable:
         for k, bs in rows.items():
             i = self._k_index.get(int(k))
             b = np.fromiter((int(x) for x in bs), dtype=np.intp)
-            if b.size and (i is None or b.min() < 1 or b.max() > self.max_batch or not self.filled[i, b].all()):
+            if b.size and (i is None or np.min(b) < 1 or np.max(b) > self.max_batch or not self.filled[i, b].all()):
                 return False
         return True
 
@@ -236,11 +236,11 @@ class StepTable:
         b_arr, c_arr, k_arr = np.broadcast_arrays(np.asarray(batch), np.asarray(mean_context, dtype=np.float64),
                                                   np.asarray(k))
         b_int = b_arr.astype(np.intp)
-        if b_int.size and (b_int.min() < 1 or b_int.max() > self.max_batch or not np.array_equal(b_int, b_arr)):
+        if b_int.size and (np.min(b_int) < 1 or np.max(b_int) > self.max_batch or not np.array_equal(b_int, b_arr)):
             raise SpecsimError(f"step table: batch must be an integer in 1..{self.max_batch}")
         ks = np.asarray(self.ks)
         ki = np.searchsorted(ks, k_arr)
-        if ki.size and (ki.max() >= len(ks) or not np.array_equal(ks[ki], k_arr)):
+        if ki.size and (np.max(ki) >= len(ks) or not np.array_equal(ks[ki], k_arr)):
             raise SpecsimError(f"step table: k must be one of {list(self.ks)}")
         if ki.size and not self.filled[ki, b_int].all():
             raise SpecsimError("step table: a (k, batch) row asked for was not evaluated (see StepTable.build rows)")

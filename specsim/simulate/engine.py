@@ -159,7 +159,7 @@ def _start(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance:
     mix = acceptance if acceptance is not None else AcceptanceMix.constant(0.0)
     k_of_b: list[int] = engine.k_by_batch().tolist()
     prompt_a, out_a = requests.prompt_tokens, requests.output_tokens
-    longest = float((prompt_a + out_a).max()) if n else 1.0
+    longest = float(np.max(prompt_a + out_a)) if n else 1.0
     table = _table_for(cost, engine, k_of_b, longest + engine.max_verify_tokens)
     rejected = prompt_a + out_a + engine.max_verify_tokens > engine.kv_capacity_tokens
     arr_list: list[float] = requests.arrival_s.tolist()
@@ -216,7 +216,7 @@ def _run(lp: Loop, fast: bool) -> None:
             if k:
                 lim = min(lim, (len(ubuf) - upos) // nd)  # a refill discards the rest of the buffer
             if lim >= MIN_STRETCH:
-                lim = min(lim, int(run[2].min()))
+                lim = min(lim, int(np.min(run[2])))
             if lim >= MIN_STRETCH:
                 t, na, dec_kv, upos, run = _stretch(lim, t, dt, na, nd, k, dec_kv, pre_kv, upos, ubuf, run, lp)
                 if clients is not None and len(run[0]) < nd:  # the stretch ended with finishes at t

@@ -113,7 +113,7 @@ def _window(result: SimResult) -> tuple[float, float]:
     done = result.completed
     if not done.any():
         return 0.0, 0.0
-    return float(result.requests.arrival_s[done].min()), float(np.nanmax(result.finish_s))
+    return float(np.min(result.requests.arrival_s[done])), float(np.nanmax(result.finish_s))
 
 
 def request_latencies(result: SimResult) -> dict[str, FloatArray]:
@@ -218,7 +218,7 @@ def summarize(result: SimResult, slo: SLO | None = None, pricing: Pricing | None
         mean_decode_batch=avg(st.decode_batch), mean_running=avg(st.running),
         mean_waiting=avg(st.waiting, st.arrival_area_s),
         mean_in_system=avg(st.running + st.waiting, st.arrival_area_s),
-        peak_kv_tokens=int(st.kv_tokens.max()) if st.n else 0, mean_kv_tokens=avg(st.kv_tokens),
+        peak_kv_tokens=int(np.max(st.kv_tokens)) if st.n else 0, mean_kv_tokens=avg(st.kv_tokens),
         tokens_per_decode_step=float((st.emitted * e[None, :]).sum() / decode_slots) if decode_slots else math.nan,
         preemptions=int(result.preemptions.sum()), policy=result.engine.policy.label,
         cost_per_mtok_usd=price, timeseries=time_series(result, bins) if bins else None)

@@ -36,7 +36,7 @@ def stretch(lim: int, t: float, dt: float, na: int, nd: int, k: int, dec_kv: int
         t, na, dec_kv, m, run = _steps(lim, f, toks, csum, t, dt, na, nd, k, dec_kv, pre_kv, run, lp)
         lp.spec_blocks.append((first, e[:m]))
         return t, na, dec_kv, upos + m * nd, run
-    f = lim - 1 if int(run[2].min()) == lim else lim  # every decode emits one token a step
+    f = lim - 1 if int(np.min(run[2])) == lim else lim  # every decode emits one token a step
     t, na, dec_kv, m, run = _steps(lim, f, [nd] * lim, None, t, dt, na, nd, k, dec_kv, pre_kv, run, lp)
     lp.plain_blocks.append((first, m, nd))
     return t, na, dec_kv, upos, run
@@ -51,7 +51,7 @@ def _emissions(lim: int, nd: int, k: int, u: FloatArray, run: Running) -> tuple[
     e += 1
     csum = np.cumsum(e, axis=0)
     hit: BoolArray = np.asarray((csum >= run_rem).any(axis=1))  # cumulative: from the first finish on
-    f = int(hit.argmax()) if hit[-1] else lim
+    f = int(np.argmax(hit)) if hit[-1] else lim
     if f < lim:  # the finishing step: emissions capped by what is left
         before = csum[f - 1] if f else 0
         np.minimum(e[f], run_rem - before, out=e[f])

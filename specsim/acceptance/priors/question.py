@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from specsim.acceptance.priors.fields import num
 from specsim.acceptance.priors.names import (
     METHODS,
@@ -59,7 +61,7 @@ def ask(method: str, target: Any = None, draft: Any = None, task: str | None = N
         raise SpecsimError(f"unknown task {task!r} (known: {', '.join(TASKS)})")
     ref = as_shape(shape) if shape is not None and not isinstance(shape, Tree) else chain_shape(5)
     if isinstance(shape, Tree):
-        ref = Shape("tree", shape.depth, int(shape.ranks.max(initial=0)) + 1, shape.num_nodes)
+        ref = Shape("tree", shape.depth, int(np.max(shape.ranks, initial=0)) + 1, shape.num_nodes)
     draft_name, draft_params = _draft_of(draft)
     dataset = norm_dataset(task) if task and str(task).lower() not in TASKS else ""
     return Question(info, tname, fam, params, draft_name, draft_params, t or "chat", t is not None, dataset,

@@ -119,7 +119,7 @@ def tau_of(rates: Sequence[float] | FloatArray, shape: Shape | Tree | int) -> fl
     if isinstance(shape, Tree):
         if shape.num_nodes == 0:
             return 1.0
-        ranks = int(shape.ranks.max()) + 1
+        ranks = int(np.max(shape.ranks)) + 1
         return float(shape.expected_tokens(sibling_probs_hazard(r[: shape.depth], ranks)))
     s = as_shape(shape)
     if s.depth > r.size:
@@ -145,7 +145,7 @@ def tau_grid(rates: FloatArray, shape: Shape) -> FloatArray:
         return 1.0 + np.cumprod(rates[:, : shape.depth], axis=-1).sum(axis=-1)
     if shape.static:
         tree = static_tree(shape.static)
-        ranks = int(tree.ranks.max()) + 1
+        ranks = int(np.max(tree.ranks)) + 1
         return np.asarray(tree.expected_tokens(sibling_probs_hazard(rates[:, : tree.depth], ranks)))
     probs = sibling_probs_hazard(rates[:, : shape.depth], shape.topk)
     return np.asarray(eagle2_expected_tokens(probs, shape.topk, shape.depth, shape.num_nodes))

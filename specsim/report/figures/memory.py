@@ -32,7 +32,7 @@ def memory(labels: Sequence[str], parts_gb: Mapping[str, Sequence[float]], capac
     ax.axvline(physical_gb, color="black", ls=":", lw=1.2, label=f"total (CUDA): {physical_gb:.1f} GiB")
     ax.set_yticks(ys, labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(physical_gb, float(left.max())) * 1.05)
+    ax.set_xlim(0, max(physical_gb, float(np.max(left))) * 1.05)
     ax.set_xlabel("memory per GPU (GiB)")
     ax.set_ylabel("bucket, context and setting (rows)")
     ax.set_title(wrap_title(f"{title}: memory per GPU against capacity", 11.0 * 0.7, 12), fontsize=12)
