@@ -150,8 +150,8 @@ def test_yaml_error_names_line_and_column(tmp_path: Path) -> None:
     bad.write_text("base: &b {x: 1}\nmine:\n  <<: *b\n  x: 2\n")  # a merge key overriding is not a repeat
     assert read_mapping(bad) == {"base": {"x": 1}, "mine": {"x": 2}}
     js = tmp_path / "c.json"
-    js.write_text('{\n  "a": 1,\n}\n')
-    with pytest.raises(SpecsimError, match=r"c.json line 3 column 1: not valid JSON: Expecting property name"):
+    js.write_text('{\n  "a" 1\n}\n')  # a message Python 3.11 and 3.13 word alike (a trailing comma's differs)
+    with pytest.raises(SpecsimError, match=r"c.json line 2 column 7: not valid JSON: Expecting ':' delimiter"):
         read_mapping(js)
 
 
