@@ -182,6 +182,9 @@ class RealStep(StepResult):
     where: str = ""  # GPUs and their profile: 8x h100-sxm
     hardware: str = ""  # the profile's name
     table_share: float = float("nan")  # the share of the verify pass the measured tables priced (NaN: roofline)
+    #: the acceptance's tokens per step at its band's 10th / 90th percentile (the prior's; the central value where
+    #: the acceptance was given)
+    tau_band: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
@@ -375,6 +378,8 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
                            verify_tokens_per_seq=verify_q, extra_overhead_s=req.overhead_ms / 1e3)
     measured = req.acceptance.mean_length is not None
     source = "measured acceptance length" if measured else d.acceptance.source
+    tau = float(np.asarray(m.tokens_per_step))
+    tau_band = (tau, tau) if measured else d.tau_band(k, tau, exact=req.tree is None and req.adaptive is None)
     label, share = cost_label(target, req.batch, vq, req.context)
     tables = "" if np.isnan(share) else f", {float(share):.0%} of the verify pass from the tables"
     note = (f"{label}{tables} cost model: {target.model.name} on {target.where} as {target.engine.name} runs it, draft "
@@ -384,7 +389,8 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
                     float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp,
                     target.gpus, str(target.layout or f"tp {target.tp}"), expected_k, target.model.name,
                     weights_label(cost.weight_dtype, target), target.kv_dtype, _shape_label(req, d, k, verify_q), vq,
-                    target.where, target.hardware.name, float(share))
+                    target.where, target.hardware.name, float(share), tau_band)
+
 
 
 def cost_label(target: Target, batch: ArrayLike, verify_q: ArrayLike, context: ArrayLike) -> tuple[str, Array]:

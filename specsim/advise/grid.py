@@ -39,6 +39,7 @@ from specsim.drafts.draft import Draft
 from specsim.engines.profile import EngineProfile
 from specsim.errors import SpecsimError
 from specsim.fields import FIELDS, Given, fields_of, spelling, unknown_names
+from specsim.step.bands import step_bands
 from specsim.step.evaluate import Target, memory_per_gpu, step_arrays
 
 #: validation's columns: keep a research loop's memory unchecked; leave the context unchecked against the model's
@@ -113,9 +114,11 @@ def _axis(df: pd.DataFrame, name: str, error: np.ndarray) -> np.ndarray:
 
 
 def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, tau: np.ndarray,
-                     error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens per step, acceptance source) per row: the measured length, else alpha, else the prior."""
+                     error: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tokens per step, acceptance source, the acceptance's (low, high) tokens per step) per row: the measured
+    length, else alpha, else the prior (whose band it is; the others have none: low = high = central)."""
     tps = np.full(k.shape, np.nan)
+    band = np.full((2, *k.shape), np.nan)
     source = np.full(k.shape, "", dtype=object)
     plain = (k == 0) | (not d.speculates)
     tps[plain] = 1.0
@@ -141,7 +144,10 @@ def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, 
             continue
         tps[rows] = d.tokens_per_step(kk)
         source[rows] = d.acceptance.source
-    return tps, source
+        if d.prior is not None and d.acceptance.prior:
+            band[:, rows] = np.array([[d.band("low").tokens_per_step(kk)], [d.band("high").tokens_per_step(kk)]])
+    band = np.where(np.isnan(band), tps, band)
+    return tps, source, band
 
 
 def _shapes(d: Draft, k: np.ndarray) -> np.ndarray:
@@ -166,11 +172,12 @@ def _price_setup(df: pd.DataFrame, t: Target, d: Draft, cost: RealCost, checks: 
     ok = error == ""
     k, batch, ctx = (np.where(ok, a, 1.0) for a in (k, batch, ctx))
     q = np.where(k > 0, np.asarray(d.verify_tokens_per_seq(k), dtype=float), 1.0) if d.speculates else np.ones(n)
-    tps, source = _tokens_per_step(d, k, q, alpha, tau, error)
+    tps, source, band = _tokens_per_step(d, k, q, alpha, tau, error)
     m = step_arrays(t, d, k, batch, ctx, np.where(np.isfinite(tps), tps, 1.0))
     out: dict[str, np.ndarray] = {name: np.broadcast_to(np.asarray(v, float), (n,)).copy()
                                   for name, v in m.as_dict().items()}
     out["tokens_per_step"] = tps
+    out.update(step_bands(out, band[0], band[1], t.engine.name).as_dict())
     mem_gib, cap_gib = np.full(n, np.nan), np.full(n, np.nan)
     for kk in np.unique(k).astype(int):
         rows = k == kk

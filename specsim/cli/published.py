@@ -55,6 +55,15 @@ def run_grid(path: Path, output: Path | None, fmt: str) -> int:
     return 0
 
 
+def _band_cells(g: object) -> dict[str, str]:
+    """A group's band coverage (and the shares above / below it) and median relative half-width."""
+    inside, above, below, half = (getattr(g, f"band_{x}") for x in ("inside", "above", "below", "half_width"))
+    if not np.isfinite(inside):
+        return {"in band": "-", "band half-width": "-"}
+    return {"in band": f"{inside:.0%}", "above band": f"{above:.0%}", "below band": f"{below:.0%}",
+            "band half-width": f"{half:.0%}"}
+
+
 def _fmt_pct(x: float) -> str:
     return "-" if not np.isfinite(x) else f"{x * 100:+.1f}%"
 
@@ -82,22 +91,25 @@ def run_published(fmt: str, corpus: Path | None = None) -> None:
                              "median |error|": f"{g.median_abs_error * 100:.1f}%",
                              "median bias": _fmt_pct(g.median_bias), "within 10%": f"{g.within_10:.0%}",
                              "within 25%": f"{g.within_25:.0%}",
-                             "baseline tok/s error": _fmt_pct(g.baseline_error) if g.baseline_n else "-"})
+                             "baseline tok/s error": _fmt_pct(g.baseline_error) if g.baseline_n else "-",
+                             **_band_cells(g)})
         o = report.overall(mode)
         rows.append({"mode": mode, "group": "OVERALL (hardware stated)", "hardware": "stated", "role": "all",
                      "n": o.n, "median |error|": f"{o.median_abs_error * 100:.1f}%",
                      "median bias": _fmt_pct(o.median_bias), "within 10%": f"{o.within_10:.0%}",
-                     "within 25%": f"{o.within_25:.0%}", "baseline tok/s error": "-"})
+                     "within 25%": f"{o.within_25:.0%}", "baseline tok/s error": "-", **_band_cells(o)})
     if fmt == "table":  # one narrow table per mode (80 columns)
         for mode, what in (("measured", "the source's measured acceptance given"), ("priors", "nothing given: "
                                                                                      "acceptance from the priors")):
             emit_records([{"group": str(r["group"]).replace("OVERALL (hardware stated)", "OVERALL (hw stated)"),
                            "role": r["role"], "hw": "yes" if r["hardware"] == "stated" else "no", "n": r["n"],
                            "|err|": r["median |error|"], "bias": r["median bias"], "<=10%": r["within 10%"],
-                           "<=25%": r["within 25%"], "base": r["baseline tok/s error"]}
+                           "base": r["baseline tok/s error"], "band": r["in band"],
+                           "+-": r["band half-width"]}
                           for r in rows if r["mode"] == mode], "table",
                          f"planner vs published speedups, {what} (median |error|, median bias, share within "
-                         "10% / 25%, baseline tok/s error; hw: hardware stated)")
+                         "10%, baseline tok/s error; hw: hardware stated; band: share inside the 80% "
+                         "band, drawn with the group left out, and its median half-width)")
     else:
         emit(pd.DataFrame(rows), fmt, "planner vs published speedups (measured = the source's acceptance given; "
                                       "priors = nothing given)")

@@ -38,7 +38,7 @@ def _render(r: RatioStep | RealStep, g: Given, fmt: str) -> None:
     if fmt != "table":
         emit_mapping({**asked(g), **rec, **notes(r)}, fmt)
         return
-    rows: list[tuple[str, object]] = [(key, rec[key]) for key in METRICS]
+    rows: list[tuple[str, object]] = [(key, _with_band(rec, key)) for key in METRICS]
     if isinstance(r, RealStep):
         rows.append(("memory per GPU (GiB)", f"{r.memory_gib:.1f} of {r.capacity_gib:.1f}"))
         if r.expected_k is not None:
@@ -51,8 +51,25 @@ def _render(r: RatioStep | RealStep, g: Given, fmt: str) -> None:
     what = f"{r.model} on {r.where}" if isinstance(r, RealStep) else "abstract cost model"
     # the rows above name what was priced; the cost line is in -f json (cost_source); a prior's id (too long for a
     # cell at 80 columns) on a line of its own
+    band = BAND_NOTE if rec.get("speedup_low") is not None else ""
     print_kv_table(f"speculative step ({what}), batch {r.batch}, context {r.context}", rows,
-                   note=(f"prior: {prior}\n" if prior else "") + f"tokens_per_step: {MEAN_LENGTH_CONVENTION}")
+                   note=(f"prior: {prior}\n" if prior else "") + band + f"tokens_per_step: {MEAN_LENGTH_CONVENTION}")
+
+
+BAND_NOTE = ("[low-high]: the 80% band, from the acceptance's band and the engine's measured cost spread "
+             "(validate --published says how often it holds)\n")
+
+
+def _with_band(rec: dict[str, object], key: str) -> object:
+    """A figure with its 80% band in brackets, where it has one."""
+    lo, hi, value = rec.get(f"{key}_low"), rec.get(f"{key}_high"), rec[key]
+    if not isinstance(lo, float) or not isinstance(hi, float) or not isinstance(value, float) or lo == hi:
+        return value
+    return f"{_num(value, 4)} [{_num(lo, 3)}-{_num(hi, 3)}]"
+
+
+def _num(x: float, digits: int) -> str:
+    return f"{x:,.0f}" if abs(x) >= 10 ** (digits - 1) else f"{x:.{digits}g}"
 
 
 def _prior_id(source: str) -> tuple[str, str]:

@@ -106,6 +106,17 @@ class Draft:
             return self
         return dataclasses.replace(self, acceptance=self.prior.profile(which))
 
+    def tau_band(self, k: int, tau: float, exact: bool = True) -> tuple[float, float]:
+        """The acceptance's (low, high) tokens per step at depth k: the prior's band (exact for this draft's chain
+        or tree; else, for a tree file or adaptive drafting whose tokens are `tau`, as the band moves the draft's
+        depth-k tokens); none (`tau` twice) when the acceptance is not a prior or nothing is drafted."""
+        if self.prior is None or not self.acceptance.prior or not self.speculates or not k:
+            return tau, tau
+        lo, mid, hi = (float(self.band(which).tokens_per_step(k)) for which in ("low", "central", "high"))
+        if exact:
+            return lo, hi
+        return 1.0 + (tau - 1.0) * (lo - 1.0) / (mid - 1.0), 1.0 + (tau - 1.0) * (hi - 1.0) / (mid - 1.0)
+
     # acceptance ----------------------------------------------------------------------------
     def nodes(self, k: int) -> int:
         """Draft nodes verified at depth k: the budget, at most the candidates an EAGLE-2 / SGLang tree

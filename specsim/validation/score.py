@@ -29,8 +29,10 @@ from specsim.advise.request import PRIOR_KEYS
 from specsim.engines.profile import EngineProfile
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping
+from specsim.step.bands import load_spread, unscaled
 from specsim.validation.corpus import STATED, load_corpus
 from specsim.validation.mapping import to_grid
+from specsim.validation.spread import coverage, held_out_bands
 
 MODES = ("measured", "priors")
 
@@ -60,6 +62,12 @@ class GroupStats:
     role: str  # fit | check
     baseline_n: int = 0
     baseline_error: float = float("nan")
+    #: the 80% band, drawn from spreads fitted without this group (validation/spread.py): the share of rows whose
+    #: published speedup it holds, above it and below it, and its median relative half-width
+    band_inside: float = float("nan")
+    band_above: float = float("nan")
+    band_below: float = float("nan")
+    band_half_width: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -107,9 +115,13 @@ def _stats(group: str, mode: str, rows: pd.DataFrame, stated: bool, role: str) -
     base = base[np.isfinite(base)]
     if not err.size:
         return GroupStats(group, mode, 0, np.nan, np.nan, np.nan, np.nan, stated, role)
+    band = (coverage(*(rows[c].to_numpy(dtype=float) for c in ("published", "predicted", "speedup_low",
+                                                               "speedup_high")))
+            if "speedup_low" in rows else None)
     return GroupStats(group, mode, int(err.size), float(np.median(np.abs(err))), float(np.median(err)),
                       float(np.mean(np.abs(err) <= 0.10)), float(np.mean(np.abs(err) <= 0.25)), stated, role,
-                      int(base.size), float(np.median(base)) if base.size else np.nan)
+                      int(base.size), float(np.median(base)) if base.size else np.nan,
+                      *((band.inside, band.above, band.below, band.half_width) if band else (np.nan,) * 4))
 
 
 def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str,
@@ -138,6 +150,10 @@ def _priced(grid: pd.DataFrame, corpus: pd.DataFrame, mode: str,
         "draft": out["draft"].to_numpy(), "k": out["k"].to_numpy(), "batch": out["batch"].to_numpy(),
         "acceptance_length": pub["acceptance_length"].to_numpy(dtype=float),
         "tokens_per_step": out["tokens_per_step"].to_numpy(dtype=float),
+        # the prior's own band (the answer's is drawn at the shipped acceptance_scale: the fit must not see it)
+        **{f"tau_{end}": unscaled(out["tokens_per_step"].to_numpy(dtype=float),
+                                  out[f"tokens_per_step_{end}"].to_numpy(dtype=float), load_spread().acceptance_scale)
+           for end in ("low", "high")},
         "published": published, "predicted": predicted, "error": predicted / published - 1.0,
         "baseline_error": np.where(at_one & np.isfinite(base_pub), base_pred / base_pub - 1.0, np.nan),
         "predicted_error": out["error"].to_numpy(),
@@ -194,6 +210,8 @@ def score(corpus: pd.DataFrame | None = None, engines: Mapping[str, EngineProfil
     # second CPU: `validate --published` 3.3 -> 2.4 s on 2 cores, results identical
     pending = _beside(_crossovers, grid, c, engines) if crossovers else None
     rows = pd.concat([_priced(grid, c, m, engines) for m in MODES], ignore_index=True)
+    scored = rows["error"].notna()
+    rows = pd.concat([held_out_bands(rows[scored]), rows[~scored]]).loc[rows.index]
     fits = fit_groups()
     stats = []
     for (group, mode), sel in rows.groupby(["group", "mode"], sort=True):

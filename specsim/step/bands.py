@@ -1,0 +1,182 @@
+"""The range an answer may be off by: each figure's 10th and 90th percentile (an 80% central interval).
+
+Where the spread comes from, each part measured (data/spread.yaml names the rows it was fitted on):
+  * acceptance: the prior's band (its tokens per step at the 10th / 90th percentile, acceptance/priors/match.py),
+    scaled by the corpus's calibration; none when the acceptance was given (measured, a rate, a metrics file);
+  * the cost model: the log error of the speedup with the acceptance given (a ratio of two passes priced by the
+    same model, whose errors the published corpus measures together), and of a step's absolute time (plain
+    decoding's tokens per second), per engine family the corpus measured, else the largest of them (an engine
+    nobody here measured is assumed as far off as the worst one that was).
+The parts are independent and combined through the step, not added by hand: log speedup = log tau + log(baseline /
+step); (tau - 1) is split log-normal through the prior's low / central / high, the cost error normal in log. The
+percentile of the sum is solved exactly on 64 quantile nodes of the acceptance part (bisection on the mixture's
+distribution function), vectorised over rows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from specsim.errors import SpecsimError
+from specsim.files import read_mapping
+
+FloatArray = np.ndarray
+COVERAGE = 0.80  # nominal: the band is the 10th-90th percentile
+Z = float(ndtri(0.5 + COVERAGE / 2))  # 1.2816
+_NODES = ndtri((np.arange(64) + 0.5) / 64)  # equal-weight quantile nodes of a standard normal
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The measured spreads (log-space standard deviations) a band is drawn from (data/spread.yaml)."""
+
+    speedup_sigma: dict[str, float]  # engine family -> SD of log(predicted / published speedup), acceptance given
+    step_sigma: dict[str, float]  # engine family -> SD of log(predicted / published plain decoding tok/s)
+    acceptance_scale: float  # the prior band's log(tau - 1) spread times this covers 80% of the corpus
+    source: str = ""
+
+    def sigma(self, table: dict[str, float], engine: str) -> float:
+        """An engine family's spread, else the largest measured (an unmeasured engine)."""
+        return table.get(family(engine), max(table.values()))
+
+
+def family(engine: str) -> str:
+    """An engine profile's family: its name without a version (sglang-0.4 -> sglang; hf-naive stays)."""
+    return re.sub(r"-\d+(\.\d+)*$", "", engine.strip().lower())
+
+
+@cache
+def load_spread(path: str | None = None) -> Spread:
+    """data/spread.yaml (written by benchmarks/fit_spread.py), or `path`."""
+    p = Path(path) if path else Path(str(resources.files("specsim.step"))) / "data" / "spread.yaml"
+    data = read_mapping(p)
+    try:
+        sp = {str(k): float(v) for k, v in data["speedup_sigma"].items()}
+        st = {str(k): float(v) for k, v in data["step_sigma"].items()}
+        scale = float(data["acceptance_scale"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SpecsimError(f"{p}: needs speedup_sigma, step_sigma (engine -> sigma) and acceptance_scale "
+                           f"({exc})") from None
+    if not sp or not st or scale <= 0 or min([*sp.values(), *st.values()]) < 0:
+        raise SpecsimError(f"{p}: spreads must be non-empty and non-negative, the scale positive")
+    return Spread(sp, st, scale, str(data.get("source", "")))
+
+
+def acceptance_nodes(tau: FloatArray, low: FloatArray, high: FloatArray, scale: float = 1.0) -> FloatArray:
+    """log(tau_true / tau) at the 64 nodes (rows x 64): (tau - 1) split log-normal through the prior's low /
+    central / high at its 10th / 90th percentile, each side's spread times `scale`; zero where no band (low =
+    high = tau, or plain decoding)."""
+    tau, low, high = (np.asarray(a, dtype=float)[..., None] for a in (tau, low, high))
+    t1 = np.maximum(tau - 1.0, 1e-9)
+    s_low = np.log(t1 / np.maximum(low - 1.0, 1e-9)) / Z
+    s_high = np.log(np.maximum(high - 1.0, 1e-9) / t1) / Z
+    s = np.where(_NODES < 0, s_low, s_high) * scale
+    s = np.where((tau > 1.0 + 1e-9) & np.isfinite(s), np.maximum(s, 0.0), 0.0)
+    return np.asarray(np.log((1.0 + t1 * np.exp(s * _NODES)) / np.maximum(tau, 1.0)))
+
+
+def acceptance_quantile(tau: FloatArray, low: FloatArray, high: FloatArray, scale: float, q: float) -> FloatArray:
+    """The q-quantile of tokens per step alone (acceptance_nodes' split log-normal (tau - 1), exactly)."""
+    tau, low, high = (np.asarray(a, dtype=float) for a in (tau, low, high))
+    t1 = np.maximum(tau - 1.0, 1e-9)
+    z = float(ndtri(q))
+    side = np.maximum(low - 1.0, 1e-9) if z < 0 else np.maximum(high - 1.0, 1e-9)
+    s = np.abs(np.log(side / t1)) / Z * scale
+    return np.where(tau > 1.0 + 1e-9, 1.0 + t1 * np.exp(s * z), tau)
+
+
+def unscaled(tau: FloatArray, end: FloatArray, scale: float) -> FloatArray:
+    """A band end drawn at `scale` (acceptance_quantile) back at scale 1: the prior's own end."""
+    tau, end = np.asarray(tau, dtype=float), np.asarray(end, dtype=float)
+    t1 = np.maximum(tau - 1.0, 1e-9)
+    return np.where(tau > 1.0 + 1e-9, 1.0 + t1 * (np.maximum(end - 1.0, 1e-12) / t1) ** (1.0 / scale), end)
+
+
+def percentiles(nodes: FloatArray, sigma: FloatArray, q: float) -> FloatArray:
+    """The q-quantile of X + sigma Z (X equally weighted on `nodes` per row, Z standard normal): bisection on the
+    mixture's distribution function, to 1e-6 in log."""
+    x = np.asarray(nodes, dtype=float)
+    s = np.broadcast_to(np.asarray(sigma, dtype=float), x.shape[:-1])[..., None]
+    lo = x.min(axis=-1, keepdims=True) - 6.0 * s - 1e-12
+    hi = x.max(axis=-1, keepdims=True) + 6.0 * s + 1e-12
+    for _ in range(24):  # the bracket (< 8 in log) to < 1e-6
+        mid = 0.5 * (lo + hi)
+        cdf = np.where(s > 0, ndtr((mid - x) / np.where(s > 0, s, 1.0)), (x <= mid).astype(float)).mean(-1,
+                                                                                                        keepdims=True)
+        below = cdf < q
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.asarray(0.5 * (lo + hi)[..., 0])
+
+
+def log_band(nodes: FloatArray, sigma: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """(10th, 90th percentile) of log(true / central) of a figure whose acceptance part is `nodes` (rows x 64) and
+    whose cost part is normal with SD `sigma`; solved once per distinct row (a grid's rows share a few)."""
+    x = np.asarray(nodes, dtype=float)
+    s = np.broadcast_to(np.asarray(sigma, dtype=float), x.shape[:-1])
+    flat = np.column_stack([x.reshape(-1, x.shape[-1]), s.reshape(-1)])
+    ok = np.isfinite(flat).all(axis=1)
+    low, high = np.full(len(flat), np.nan), np.full(len(flat), np.nan)
+    if ok.any():
+        uniq, inverse = np.unique(flat[ok], axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        q = 0.5 - COVERAGE / 2
+        low[ok] = percentiles(uniq[:, :-1], uniq[:, -1], q)[inverse]
+        high[ok] = percentiles(uniq[:, :-1], uniq[:, -1], 1.0 - q)[inverse]
+    return low.reshape(s.shape), high.reshape(s.shape)
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Low / high of each figure of a step's answer, beside the central values."""
+
+    low: dict[str, FloatArray]
+    high: dict[str, FloatArray]
+
+    def as_dict(self) -> dict[str, FloatArray]:
+        return {**{f"{k}_low": v for k, v in self.low.items()}, **{f"{k}_high": v for k, v in self.high.items()}}
+
+
+#: the figures a band is given for: how each moves with acceptance (+1 as tau, -1 as 1 / tau, 0 not) and the cost
+#: spread it carries (the speedup's, a ratio of two passes; a step's absolute time; none)
+BANDED: dict[str, tuple[int, str | None]] = {
+    "tokens_per_step": (1, None), "speedup": (1, "speedup"), "step_ms": (0, "step"), "baseline_step_ms": (0, "step"),
+    "throughput_tok_s": (1, "step"), "baseline_throughput_tok_s": (0, "step"), "ms_per_token": (-1, "step")}
+
+
+def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: FloatArray, engine: str,
+               spread: Spread | None = None) -> Bands:
+    """The band of each BANDED figure of `central` (a step's figures), from the acceptance's low / high tokens
+    per step (equal to the central where the acceptance was given) and the engine's measured cost spreads."""
+    sp = spread or load_spread()
+    tau = np.asarray(central["tokens_per_step"], dtype=float)
+    # the acceptance part per distinct (tau, low, high): a grid's rows share a few
+    keys = np.column_stack([np.broadcast_to(np.asarray(a, dtype=float), tau.shape).reshape(-1)
+                            for a in (tau, low_tau, high_tau)])
+    finite = np.isfinite(keys).all(axis=1)
+    uniq, inverse = np.unique(np.where(finite[:, None], keys, 1.0), axis=0, return_inverse=True)
+    nodes_u = acceptance_nodes(uniq[:, 0], uniq[:, 1], uniq[:, 2], sp.acceptance_scale)
+    sigmas = {"speedup": sp.sigma(sp.speedup_sigma, engine), "step": sp.sigma(sp.step_sigma, engine), None: 0.0}
+    q = 0.5 - COVERAGE / 2
+    solved: dict[tuple[int, str | None], tuple[FloatArray, FloatArray]] = {(1, None): (
+        np.log(acceptance_quantile(tau, low_tau, high_tau, sp.acceptance_scale, q) / tau),
+        np.log(acceptance_quantile(tau, low_tau, high_tau, sp.acceptance_scale, 1.0 - q) / tau))}
+    low, high = {}, {}
+    for name, (sign, cost) in BANDED.items():
+        if name not in central:
+            continue
+        key = (abs(sign), cost)
+        if key not in solved:
+            lo_u, hi_u = log_band(key[0] * nodes_u, np.full(len(uniq), sigmas[cost]))
+            back = [np.where(finite, v[inverse.reshape(-1)], np.nan).reshape(tau.shape) for v in (lo_u, hi_u)]
+            solved[key] = (back[0], back[1])
+        lo, hi = solved[key] if sign >= 0 else (-solved[key][1], -solved[key][0])  # 1 / tau: the ends swap
+        value = np.asarray(central[name], dtype=float)
+        low[name], high[name] = value * np.exp(lo), value * np.exp(hi)
+    return Bands(low, high)

@@ -1,0 +1,116 @@
+"""The bands' spreads (step/bands.py), fitted on the published corpus's scored rows, and how often the bands
+hold: each source group left out in turn, its rows' bands drawn from spreads fitted on the other groups alone.
+
+Fitted, per engine family (step/bands.family), shrunk towards the pooled value by SHRINK pseudo-rows:
+  * speedup_sigma: the RMS of log(predicted / published speedup) with the source's acceptance given (mode
+    "measured": the cost model alone; its bias counts as spread, the band stays centred on the answer);
+  * step_sigma: the RMS of log(predicted / published plain decoding tok/s) at batch 1;
+  * acceptance_scale: the factor on the prior bands' spread at which they contain the published tokens per step
+    in 80% of the rows that report it (held-out priors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from specsim.step.bands import COVERAGE, Spread, acceptance_quantile, family, step_bands
+
+SHRINK = 5.0  # pseudo-rows at the pooled spread added to each family's own
+
+
+def _rms_by_family(log_err: pd.Series, engines: pd.Series) -> dict[str, float]:
+    fam = engines.map(family)
+    pooled = float(np.sqrt(np.mean(log_err ** 2)))
+    out = {}
+    for f, e in log_err.groupby(fam):
+        out[str(f)] = float(np.sqrt((np.sum(e ** 2) + SHRINK * pooled ** 2) / (len(e) + SHRINK)))
+    return out
+
+
+def _scale_for_coverage(rows: pd.DataFrame) -> float:
+    """The scale on the prior bands at which they hold the published tokens per step in COVERAGE of the rows
+    (bisection: coverage rises with the scale)."""
+    r = rows[np.isfinite(rows["acceptance_length"]) & np.isfinite(rows["tau_low"])]
+    if r.empty:
+        return 1.0
+    lo, hi = 0.05, 20.0
+    for _ in range(50):
+        mid = float(np.sqrt(lo * hi))
+        if _tau_inside(r, mid).mean() < COVERAGE:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _tau_ends(r: pd.DataFrame, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    tau, low, high = (r[c].to_numpy(float) for c in ("tokens_per_step", "tau_low", "tau_high"))
+    q = 0.5 - COVERAGE / 2
+    return acceptance_quantile(tau, low, high, scale, q), acceptance_quantile(tau, low, high, scale, 1.0 - q)
+
+
+def _tau_inside(r: pd.DataFrame, scale: float) -> np.ndarray:
+    low, high = _tau_ends(r, scale)
+    pub = r["acceptance_length"].to_numpy(float)
+    return np.asarray((pub >= low - 1e-9) & (pub <= high + 1e-9))
+
+
+def fit_spread(rows: pd.DataFrame, source: str = "") -> Spread:
+    """The spreads fitted on scored rows (validation/score.py PublishedReport.rows)."""
+    measured = rows[(rows["mode"] == "measured") & rows["error"].notna()]
+    speed = _rms_by_family(pd.Series(np.log1p(measured["error"].to_numpy(float)), index=measured.index),
+                           measured["engine"])
+    base = rows[np.isfinite(rows["baseline_error"].astype(float))].drop_duplicates("id")
+    step = _rms_by_family(pd.Series(np.log1p(base["baseline_error"].to_numpy(float)), index=base.index),
+                          base["engine"])
+    scale = _scale_for_coverage(rows[rows["mode"] == "priors"])
+    return Spread(speed or {"all": 0.0}, step or {"all": 0.0}, scale, source)
+
+
+def banded(rows: pd.DataFrame, spread: Spread) -> pd.DataFrame:
+    """`rows` with the speedup's and the tokens per step's band drawn from `spread` (each row's engine's)."""
+    out = rows.copy()
+    for col in ("speedup_low", "speedup_high", "tps_low", "tps_high"):
+        out[col] = np.nan
+    for engine, r in rows.groupby("engine"):
+        b = step_bands({"tokens_per_step": r["tokens_per_step"].to_numpy(float),
+                        "speedup": r["predicted"].to_numpy(float)}, r["tau_low"].to_numpy(float),
+                       r["tau_high"].to_numpy(float), str(engine), spread)
+        out.loc[r.index, ["speedup_low", "speedup_high", "tps_low", "tps_high"]] = np.column_stack(
+            [b.low["speedup"], b.high["speedup"], b.low["tokens_per_step"], b.high["tokens_per_step"]])
+    return out
+
+
+def held_out_bands(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every scored row with its bands drawn from spreads fitted without its own source group."""
+    parts = [banded(rows[rows["group"] == g], fit_spread(rows[rows["group"] != g])) for g in rows["group"].unique()]
+    return pd.concat(parts).loc[rows.index]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How often a band held: the share inside, above and below it, the median relative half-width, and the
+    median half-width of the constant-width band (in log) that holds as often on the same rows."""
+
+    n: int
+    inside: float
+    above: float
+    below: float
+    half_width: float
+    constant_half_width: float
+
+
+def coverage(published: np.ndarray, central: np.ndarray, low: np.ndarray, high: np.ndarray) -> Coverage:
+    ok = np.isfinite(published) & np.isfinite(low) & np.isfinite(high) & (central > 0)
+    p, c, lo, hi = published[ok], central[ok], low[ok], high[ok]
+    if not p.size:
+        return Coverage(0, *(np.nan,) * 5)
+    inside = (p >= lo - 1e-9) & (p <= hi + 1e-9)
+    half = (hi - lo) / (2.0 * c)
+    # the constant band: the |log error| quantile that holds as often, as a relative half-width
+    const = float(np.quantile(np.abs(np.log(p / c)), inside.mean())) if inside.any() else 0.0
+    return Coverage(int(p.size), float(inside.mean()), float(np.mean(p > hi + 1e-9)), float(np.mean(p < lo - 1e-9)),
+                    float(np.median(half)), float(np.sinh(const)))
