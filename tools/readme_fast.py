@@ -196,9 +196,19 @@ def still_off(f: Figures, data: Mapping[str, Any]) -> None:
     f.claim(bundle_p["median_bias"] > 0, "specbundle-sglang-h200 from priors is no longer optimistic: reword")
 
 
+def bands(f: Figures, data: Mapping[str, Any]) -> None:
+    """How often the speedup's 80% band held (each group left out of the spreads' fit), per mode."""
+    for mode in ("measured", "priors"):
+        o = data["overall"][mode]
+        f[f"pub.band.{mode}.n"] = str(o["n"])
+        for key in ("inside", "above", "below", "half_width"):
+            f[f"pub.band.{mode}.{key}"] = num(100 * o[f"band_{key}"], 0)
+
+
 def published() -> Figures:
     data = specsim_json("validate", "--published")
     f = Figures()
+    bands(f, data)
     f["pub.table"] = published_table(data)
     f["pub.date"] = ""  # sticky: today's date when another pub figure changed (readme_figures.STICKY)
     crossovers(f, data)

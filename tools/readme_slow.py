@@ -131,6 +131,11 @@ def serving_figures(rec: Mapping[str, Any], f: Figures) -> None:
     f["serving.no_concurrency"] = _not_stated(data["not_stated"], "concurrency")
     f["serving.other_target"] = _not_stated(data["not_stated"], "another target")
     f["serving.seconds"] = num(data["seconds"], 0)
+    for g in data["groups"]:
+        if g["group"] == "OVERALL":
+            f[f"serving.band.{g['mode']}.inside"] = num(100 * g["band_inside"], 0)
+            f[f"serving.band.{g['mode']}.half_width"] = num(100 * g["band_half_width"], 0)
+            f[f"serving.band.{g['mode']}.n"] = str(g["band_n"])
 
 
 def kernels_figures(rec: Mapping[str, Any], f: Figures) -> None:

@@ -142,6 +142,10 @@ def run_modules(fmt: str) -> None:
          "median |error| and bias of the predicted kernel time, newest table per framework")
 
 
+def _share(x: float) -> str:
+    return "-" if x != x else f"{x:.0%}"
+
+
 def _pct(x: float) -> str:
     return "-" if x != x else f"{x * 100:+.1f}%"
 
@@ -178,6 +182,11 @@ def run_serving(fmt: str, corpus: Path | None = None) -> None:
         emit_records(records, fmt, f"serving simulation vs published serving, {titles[mode]}: median |error| of the "
                                    "on/off ratios (x, with their bias) and of both arms' output tok/s and TPOT; "
                                    "crossovers within one sweep step")
+        o = part[part["group"] == "OVERALL"].iloc[0]
+        if fmt == "table" and o["band_n"]:
+            console().print(f"80% bands: {_share(o['band_inside'])} of {int(o['band_n'])} predicted figures hold the "
+                            f"measured one (median half-width {_share(o['band_half_width'])}; per group in -f json)",
+                            markup=False)
     why = reasons(result)
     if len(why):
         console().print(f"{int(why.sum())} rows not stated: " + "; ".join(f"{n} {k}" for k, n in why.items()),

@@ -135,8 +135,42 @@ def outcome_dict(o: Outcome, client: str = "vllm") -> dict[str, Any]:
                     "slo": None if slo is None else {"ttft_ms": slo.ttft_s * 1e3, "tpot_ms": slo.tpot_s * 1e3,
                                                      "percentile": slo.percentile},
                     "gpus_per_replica": st.gpus_per_replica, "gpu_hour_usd": s.gpu_hour_usd},
-        "runs": runs, "comparison": comparison, "replicas": replicas, "notes": [*st.notes, *_rejected_notes(o)],
+        "runs": runs, "comparison": comparison, "replicas": replicas, "bands": run_bands(o, client),
+        "notes": [*st.notes, *_rejected_notes(o)],
     })
+
+
+#: the simulated figures given a band: how each moves with acceptance (at the simulated load the step barely
+#: does: throughput as tokens per step, time per token as its inverse) and the cost spread it carries
+_BANDED = {"output_tok_s": (1, "step"), "tpot_mean_ms": (-1, "step"), "itl_median_ms": (-1, "step")}
+
+
+def run_bands(o: Outcome, client: str) -> dict[str, Any]:
+    """Each run's 80% band of output tok/s, mean TPOT and median ITL ([low, high]; step/bands.py), and of the
+    on / off throughput ratio: the acceptance's band (the draft's prior; none when given) and the engine's
+    measured cost spread."""
+    from specsim.scenario.traffic import Saturated
+    from specsim.step.bands import step_bands
+
+    st = o.setup
+    out: dict[str, Any] = {}
+    # open-loop arrivals set the throughput (below saturation): only the times per token move
+    banded = _BANDED if isinstance(st.traffic.arrivals, Saturated) else {
+        k: v for k, v in _BANDED.items() if k != "output_tok_s"}
+    for r in o.runs:
+        v = run_values(r, st.gpus_per_replica, client)
+        tau = float(v.get("acceptance_length") or 1.0) if r.policy.enabled else 1.0
+        low, high = st.draft.tau_band(max(1, r.policy.max_k), tau, exact=False) if r.policy.enabled else (tau, tau)
+        central = {"tokens_per_step": np.array([tau]), **{k: np.array([_number(v[k]) or np.nan]) for k in banded}}
+        b = step_bands(central, np.array([low]), np.array([high]), st.target.engine.name, banded=banded)
+        out[_run_name(r)] = {k: [float(b.low[k][0]), float(b.high[k][0])] for k in banded}
+        if r.policy.enabled and o.off is not None and "output_tok_s" in banded:
+            ratio = (_number(v["output_tok_s"]) or np.nan) / (_number(run_values(o.off, st.gpus_per_replica, client)[
+                "output_tok_s"]) or np.nan)
+            rb = step_bands({"tokens_per_step": np.array([tau]), "ratio": np.array([ratio])}, np.array([low]),
+                            np.array([high]), st.target.engine.name, banded={"ratio": (1, "speedup")})
+            out["on_off_output_tok_s"] = [float(rb.low["ratio"][0]), float(rb.high["ratio"][0])]
+    return out
 
 
 def _rejected_notes(o: Outcome) -> list[str]:
@@ -255,10 +289,25 @@ def emit_outcome(o: Outcome, fmt: str, timeseries: Path | None, client: str = "v
     print_rows_table(title, cols, rows)
     if o.replicas:
         print_rows_table(rep_title, *_replica_rows(o))
-    for line in lines:
+    band = _band_line(data["bands"])
+    for line in ([band] if band else []) + lines:
         con.print(line, markup=False)
     for note in notes:
         con.print(f"note: {note}", style="yellow", markup=False)
+
+
+def _band_line(bands: dict[str, Any]) -> str:
+    """'80% bands of output tok/s: on 1,800-2,600; off 1,000-1,300; on / off 1.41x-2.20x' (closed-loop clients)
+    or of mean TPOT (open-loop arrivals, whose rate sets the throughput); nothing when empty."""
+    figure = "output_tok_s" if "output_tok_s" in bands.get("off", bands.get("on", {})) else "tpot_mean_ms"
+    parts = [f"{name} {lo:,.1f}-{hi:,.1f}" if figure == "tpot_mean_ms" else f"{name} {lo:,.0f}-{hi:,.0f}"
+             for name, (lo, hi) in ((name, bands[name][figure]) for name in ("on", "off") if name in bands)
+             if math.isfinite(lo) and math.isfinite(hi)]
+    ratio = bands.get("on_off_output_tok_s")
+    if ratio and all(math.isfinite(x) for x in ratio):
+        parts.append(f"on / off {ratio[0]:.2f}x-{ratio[1]:.2f}x")
+    what = "output tok/s" if figure == "output_tok_s" else "mean TPOT (ms)"
+    return (f"80% bands of {what}: " + "; ".join(parts) + " (-f json: each run's)") if parts else ""
 
 
 def _tail_lines(o: Outcome, data: dict[str, Any], timeseries: Path | None) -> list[str]:

@@ -16,6 +16,7 @@ from specsim.cost.costmodel import describe as cost_model_label
 from specsim.plan.engine_configs import engine_configs
 from specsim.plan.result import FIELDS, Plan
 from specsim.records import to_record
+from specsim.step.bands import gain_band as _gain_band
 from specsim.step.policy import Segment
 
 NAMES = {"none": "no speculation", "draft_model": "a draft model", "ngram": "prompt lookup (n-gram)",
@@ -94,6 +95,24 @@ def band_sentence(plan: Plan) -> str:
     return "depends on acceptance: " + "; ".join(parts) + " - measure first"
 
 
+def gain_band(plan: Plan) -> tuple[float, float]:
+    """The plan's gain at its 80% band's ends: the chosen policy's gain at the acceptance band's ends and the
+    engine's measured speedup spread, combined (step/bands.py)."""
+    band = plan.band
+    return _gain_band(plan.gain, band.low.gain if band else None, band.high.gain if band else None,
+                      plan.scenario.engine.name)
+
+
+def _gain_text(plan: Plan, latency: bool) -> str:
+    """'+36% tokens/s over the day (80% band +14% to +60%)' or '1.52x faster per token over the day (80% band
+    1.30x-1.78x)'."""
+    lo, hi = gain_band(plan)
+    if latency:
+        return f"{plan.gain:.2f}x faster per token over the day (80% band {lo:.2f}x-{hi:.2f}x)"
+    return (f"{(plan.gain - 1) * 100:+.0f}% tokens/s over the day (80% band {(lo - 1) * 100:+.0f}% to "
+            f"{(hi - 1) * 100:+.0f}%)")
+
+
 def recommendation(plan: Plan) -> str:
     """E.g. 'Speculate with EAGLE-3, k = 5 up to batch 47, k = 3 up to 264; off above: +36% tokens/s over the
     day; holds across the prior's acceptance band (+20% at its low end, +48% at its high end)'."""
@@ -128,11 +147,8 @@ def recommendation(plan: Plan) -> str:
     last_k = plan.policy.schedule[-1].k if plan.policy.schedule else None
     tail = "; off above" if last_k == 0 else ""
     fits_above = "; above that the KV cache does not fit" if last_k is not None and last_k < 0 else ""
-    if plan.scenario.objective == "latency":
-        return (f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {plan.gain:.2f}x faster per token "
-                f"over the day{tail_band}")
-    pct = (plan.gain - 1) * 100
-    return f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {pct:+.0f}% tokens/s over the day{tail_band}"
+    gain = _gain_text(plan, plan.scenario.objective == "latency")
+    return f"Speculate with {name}, {', '.join(parts)}{tail}{fits_above}: {gain}{tail_band}"
 
 
 def serving_sentence(plan: Plan) -> str:
@@ -201,7 +217,10 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "scenario": s.name, "hardware": s.hardware.name, "model": s.model.name, "tp": s.tp,
         "engine": s.engine.name, "cost_model": cost_model_label(s.hardware),
         "objective": s.objective, "recommendation": recommendation(plan), "method": plan.method,
-        "draft": plan.draft_label, "gain": plan.gain, "per_draft_gain": plan.per_draft_gain,
+        "draft": plan.draft_label, "gain": plan.gain,
+        **dict(zip(("gain_low", "gain_high"), gain_band(plan) if plan.speculates else (plan.gain, plan.gain),
+                   strict=True)),
+        "per_draft_gain": plan.per_draft_gain,
         "buckets": buckets, "policy": plan.policy.records(), "crossover_batch": plan.crossover,
         "pays_at_batch": {label: [list(r) for r in ranges] for label, ranges in plan.pays.items()},
         "arrival": to_record(plan.arrival), "acceptance": acceptance, "acceptance_band": to_record(plan.band),

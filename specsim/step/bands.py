@@ -151,10 +151,12 @@ BANDED: dict[str, tuple[int, str | None]] = {
 
 
 def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: FloatArray, engine: str,
-               spread: Spread | None = None) -> Bands:
-    """The band of each BANDED figure of `central` (a step's figures), from the acceptance's low / high tokens
-    per step (equal to the central where the acceptance was given) and the engine's measured cost spreads."""
+               spread: Spread | None = None, banded: dict[str, tuple[int, str | None]] | None = None) -> Bands:
+    """The band of each figure of `central` that `banded` (default BANDED: a step's figures) names, from the
+    acceptance's low / high tokens per step (equal to the central where the acceptance was given; `central`'s
+    "tokens_per_step" is the central value) and the engine's measured cost spreads."""
     sp = spread or load_spread()
+    banded = BANDED if banded is None else banded
     tau = np.asarray(central["tokens_per_step"], dtype=float)
     # the acceptance part per distinct (tau, low, high): a grid's rows share a few
     keys = np.column_stack([np.broadcast_to(np.asarray(a, dtype=float), tau.shape).reshape(-1)
@@ -168,7 +170,7 @@ def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: Fl
         np.log(acceptance_quantile(tau, low_tau, high_tau, sp.acceptance_scale, q) / tau),
         np.log(acceptance_quantile(tau, low_tau, high_tau, sp.acceptance_scale, 1.0 - q) / tau))}
     low, high = {}, {}
-    for name, (sign, cost) in BANDED.items():
+    for name, (sign, cost) in banded.items():
         if name not in central:
             continue
         key = (abs(sign), cost)
@@ -180,3 +182,16 @@ def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: Fl
         value = np.asarray(central[name], dtype=float)
         low[name], high[name] = value * np.exp(lo), value * np.exp(hi)
     return Bands(low, high)
+
+
+def gain_band(gain: float, low: float | None, high: float | None, engine: str,
+              spread: Spread | None = None) -> tuple[float, float]:
+    """The 80% band of a plan's gain (a ratio of speculative to plain figures, as the speedup): `low` / `high`
+    are its value at the acceptance band's ends (None: the acceptance was given), taken as its 10th / 90th
+    percentile in log with the spread's acceptance scale, combined with the engine's speedup spread."""
+    sp = spread or load_spread()
+    lo_end = np.log(low / gain) if low else 0.0
+    hi_end = np.log(high / gain) if high else 0.0
+    nodes = np.where(_NODES < 0, -min(lo_end, 0.0), max(hi_end, 0.0)) / Z * sp.acceptance_scale * _NODES
+    lo, hi = log_band(nodes[None, :], np.array([sp.sigma(sp.speedup_sigma, engine)]))
+    return gain * float(np.exp(lo[0])), gain * float(np.exp(hi[0]))

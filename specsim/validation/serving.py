@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from specsim.errors import SpecsimError
@@ -167,17 +168,64 @@ def predict(corpus: pd.DataFrame, mode: str) -> pd.DataFrame:
             continue
         sweeps.append((cases, costs))
         meta.append((len(out), setup))
-        out.append({"id": st.row_id, "stated": True, "reason": ""})
+        out.append({"id": st.row_id, "stated": True, "reason": "", "engine_profile": setup.target.engine.name})
     frames = SweepBatch(sweeps).frames() if sweeps else []
     for (at, setup), frame in zip(meta, frames, strict=True):
         cols = client_columns(frame, setup.gpus_per_replica, "vllm")
         labels = [configuration(d, p) for d, p in zip(frame["draft"], frame["policy"], strict=True)]
         off = cols[[lab == "off" for lab in labels]].iloc[0]
         on = cols[[lab != "off" for lab in labels]].iloc[0]
+        tau = float(on["acceptance_length"])
+        low, high = setup.draft.tau_band(setup.policy.k, tau, exact=False) if setup.draft.speculates \
+            else (tau, tau)
         out[at].update({"pred_tok_s_off": off["output_tok_s"], "pred_tok_s_on": on["output_tok_s"],
                         "pred_tpot_ms_off": off["tpot_mean_ms"], "pred_tpot_ms_on": on["tpot_mean_ms"],
-                        "pred_acceptance_length": on["acceptance_length"]})
+                        "pred_acceptance_length": tau, "pred_tau_low": low, "pred_tau_high": high})
     return pd.DataFrame(out)
+
+
+#: each serving figure: the measured column it is judged on, how it moves with acceptance (at a fixed concurrency
+#: the step barely does: output throughput as tokens per step, TPOT as its inverse) and which cost spread it carries
+SERVING_BANDS = {"pred_ratio": ("meas_ratio", 1, "speedup"), "pred_tpot_ratio": ("meas_tpot_ratio", -1, "speedup"),
+                 "pred_tok_s_on": ("output_tok_s_on", 1, "step"), "pred_tok_s_off": ("output_tok_s_off", 0, "step"),
+                 "pred_tpot_ms_on": ("tpot_mean_ms_on", -1, "step"), "pred_tpot_ms_off": ("tpot_mean_ms_off", 0,
+                                                                                         "step")}
+
+
+def add_bands(j: pd.DataFrame) -> pd.DataFrame:
+    """Each predicted serving figure's 80% band (`<figure>_low`, `_high`): the acceptance's band (none with the
+    source's acceptance given) and the engine's cost spread fitted on the published speedups (the serving rows are
+    held out of it), combined as step/bands.py combines them."""
+    from specsim.step.bands import step_bands
+
+    out = j.copy()
+    ok = out["stated"] == True  # noqa: E712
+    for name in SERVING_BANDS:
+        out[f"{name}_low"] = out[f"{name}_high"] = float("nan")
+    banded = {name: (sign, cost) for name, (_, sign, cost) in SERVING_BANDS.items()}
+    for engine, g in out[ok].groupby("engine_profile"):
+        central = {"tokens_per_step": g["pred_acceptance_length"].to_numpy(float),
+                   **{name: g[name].to_numpy(float) for name in SERVING_BANDS}}
+        b = step_bands(central, g["pred_tau_low"].to_numpy(float), g["pred_tau_high"].to_numpy(float), str(engine),
+                       banded=banded)
+        for name in SERVING_BANDS:
+            out.loc[g.index, f"{name}_low"], out.loc[g.index, f"{name}_high"] = b.low[name], b.high[name]
+    return out
+
+
+def _band_share(s: pd.DataFrame) -> tuple[float, float, int]:
+    """The share of the stated rows' measured figures inside their bands (every banded figure pooled), their
+    median relative half-width, and how many were judged."""
+    from specsim.validation.spread import coverage
+
+    inside, half, n = [], [], 0
+    for name, (meas, _, _) in SERVING_BANDS.items():
+        c = coverage(*(s[col].to_numpy(float) for col in (meas, name, f"{name}_low", f"{name}_high")))
+        if c.n:
+            inside.append(c.inside * c.n)
+            half.append(c.half_width)
+            n += c.n
+    return (sum(inside) / n, float(np.median(half)), n) if n else (math.nan, math.nan, 0)
 
 
 def _err(pred: pd.Series, meas: pd.Series) -> pd.Series:
@@ -235,6 +283,7 @@ def score(corpus: pd.DataFrame, predictions: dict[str, pd.DataFrame]) -> Serving
         j["pred_ratio"] = j["pred_tok_s_on"] / j["pred_tok_s_off"]
         j["meas_tpot_ratio"] = j["tpot_mean_ms_on"] / j["tpot_mean_ms_off"]
         j["pred_tpot_ratio"] = j["pred_tpot_ms_on"] / j["pred_tpot_ms_off"]
+        j = add_bands(j) if "pred_tau_low" in j else j
         parts.append(j)
         c = crossover_hits(j[j["stated"] == True])  # noqa: E712 (a column of booleans and NaN)
         c["mode"] = mode
@@ -254,7 +303,9 @@ def score(corpus: pd.DataFrame, predictions: dict[str, pd.DataFrame]) -> Serving
                 "tpot_ratio_bias": _summary(tratio)[1],
                 "tput_abs": _summary(tput)[0], "tput_bias": _summary(tput)[1],
                 "tpot_abs": _summary(tpot)[0], "tpot_bias": _summary(tpot)[1],
-                "crossover_hits": int(cg["hit"].sum()) if len(cg) else 0, "crossover_n": len(cg)})
+                "crossover_hits": int(cg["hit"].sum()) if len(cg) else 0, "crossover_n": len(cg),
+                **dict(zip(("band_inside", "band_half_width", "band_n"),
+                           _band_share(s) if "pred_ratio_low" in s else (math.nan, math.nan, 0), strict=True))})
     return ServingScore(pd.concat(parts, ignore_index=True), pd.DataFrame(groups),
                         pd.concat(cross, ignore_index=True) if cross else pd.DataFrame())
 

@@ -77,3 +77,17 @@ def test_unscaled_gives_back_the_priors_own_ends() -> None:
     for scale in (0.7, 1.0, 1.6):
         assert unscaled(tau, acceptance_quantile(tau, low, high, scale, 0.1), scale) == pytest.approx(low)
         assert unscaled(tau, acceptance_quantile(tau, low, high, scale, 0.9), scale) == pytest.approx(high)
+
+
+def test_a_plans_gain_band_is_its_acceptance_ends_and_its_cost_spread() -> None:
+    from specsim.step.bands import gain_band
+
+    no_cost = Spread({"vllm": 0.0}, {"vllm": 0.0}, 1.0)
+    lo, hi = gain_band(1.36, 1.21, 1.52, "vllm", no_cost)
+    assert lo == pytest.approx(1.21, rel=2e-3) and hi == pytest.approx(1.52, rel=2e-3)
+    cost_only = Spread({"vllm": 0.1}, {"vllm": 0.0}, 1.0)
+    lo, hi = gain_band(1.36, None, None, "vllm", cost_only)
+    assert lo == pytest.approx(1.36 * np.exp(-Z * 0.1), rel=1e-5) and hi == pytest.approx(1.36 * np.exp(Z * 0.1),
+                                                                                          rel=1e-5)
+    both_lo, both_hi = gain_band(1.36, 1.21, 1.52, "vllm", cost_only)
+    assert both_lo < min(1.21, lo) and both_hi > max(1.52, hi)  # two independent spreads widen each other

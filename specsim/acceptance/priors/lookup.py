@@ -52,13 +52,37 @@ def lookup(method: str, target: Any = None, draft: Any = None, task: str | None 
         sigma_low = math.sqrt(sigma ** 2 + math.log(r1) ** 2)
     else:
         sigma_low = sigma
+    sigma_high = sigma
+    if task is None and cls == "lookup":
+        # task not given: a data-dependent draft's acceptance moves most with the data; both sides reach as far as
+        # the catalogue's tasks spread (repetitive ones included: code editing, translation, summarisation)
+        spread_task = _task_spread(cat, cls)
+        sigma_high, sigma_low = math.hypot(sigma, spread_task), math.hypot(sigma_low, spread_task)
     e = rep.entry
-    band = Band.around(np.asarray(rep.rates), sigma, sigma_low, q.ref)
+    band = Band.around(np.asarray(rep.rates), sigma_high, sigma_low, q.ref)
     return PriorMatch(
         method=q.method, entry_id=e.id, entry_ids=tuple(c.entry.id for c in carried),
         distance=float(sum(rep.comps.values())), components=dict(rep.comps), central=band.central, low=band.low,
         high=band.high, measured_depth=e.measured_depth, sigma=sigma, reference=q.ref,
         note=_note(q, rep, band), source=e.source, adjustments=tuple(rep.what))
+
+
+_TASK_SPREAD: dict[tuple[int, str], float] = {}
+
+
+def _task_spread(cat: Catalogue, cls: str) -> float:
+    """The standard deviation, over the tasks the catalogue measures for an effect class, of each task's median
+    log(tau - 1) in the entries' reference shape (memoised per catalogue)."""
+    key = (id(cat), cls)
+    if key not in _TASK_SPREAD:
+        by_task: dict[str, list[float]] = {}
+        for e in cat.entries:
+            tau = e.reference_tau()
+            if not e.synthetic and tau > 1.05 and method_info(e.method).effect_class == cls:
+                by_task.setdefault(e.task, []).append(math.log(tau - 1.0))
+        medians = [float(np.median(v)) for v in by_task.values()]
+        _TASK_SPREAD[key] = float(np.std(medians)) if len(medians) > 1 else 0.0
+    return _TASK_SPREAD[key]
 
 
 def _excluded(e: PriorEntry, exclude: Exclude) -> bool:
