@@ -3,12 +3,16 @@ and what the optimiser would choose there instead."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 import numpy as np
 
+from specsim.acceptance.chain import AcceptanceProfile
 from specsim.drafts.draft import Draft
 from specsim.plan.candidates import evaluate_draft
 from specsim.plan.decide import decide, objective_total
-from specsim.plan.result import BandCase, BandChoice, BandDecision
+from specsim.plan.result import BandCase, BandChoice, BandDecision, Threshold
 from specsim.scenario.scenario import Scenario
 from specsim.step.evaluate import Target
 
@@ -34,10 +38,50 @@ def band_decision(s: Scenario, t: Target, drafts: list[Draft], best: Draft, choi
                         drafts[dec.best].label,
                         {d.label: d.band(which).tokens_per_step(4) for d in drafts if d.prior is not None})
 
+    def flips(ds: list[Draft]) -> tuple[bool, BandCase]:
+        ev = evaluate_draft(t, ds[drafts.index(best)], s.max_k, batch, ctx)
+        kept = gain(objective_total(s, ev, choice, owner, share))
+        dec = decide(s, t, ds, batch, ctx, share, owner)
+        on = any(dec.evs[dec.best].configs[c].k > 0 for c in dec.choices[dec.best])
+        method = drafts[dec.best].method if on else "none"
+        c = BandCase(kept, gain(dec.totals[dec.best]), method, drafts[dec.best].label)
+        return method != central.method or (speculating and kept < 1.0), c
+
     central = BandChoice(central_gain, best.method if speculating else "none", best.label)
     low, high = case("low"), case("high")
-    return BandDecision(central, low, high, robust(central, (low, high), speculating),
-                        {d.label: d.tokens_per_step(4) for d in drafts if d.prior is not None})
+    is_robust = robust(central, (low, high), speculating)
+    ends = [which for which, c in (("low", low), ("high", high)) if not robust(central, (c,), speculating)]
+    return BandDecision(central, low, high, is_robust,
+                        {d.label: d.tokens_per_step(4) for d in drafts if d.prior is not None},
+                        tuple(threshold(drafts, best, which, flips) for which in ends))
+
+
+def between(d: Draft, which: str, theta: float) -> Draft:
+    """`d` with its conditional rates `theta` of the way from the prior's central to its `which` end (itself
+    without a prior)."""
+    if d.prior is None or theta == 0.0:
+        return d
+    mid, end = np.asarray(d.prior.central.conditional_rates), np.asarray(getattr(d.prior, which).conditional_rates)
+    rates = tuple(float(x) for x in mid + theta * (end - mid))
+    return dataclasses.replace(d, acceptance=AcceptanceProfile(rates, None, d.acceptance.source, d.acceptance.note,
+                                                               True))
+
+
+def threshold(drafts: list[Draft], best: Draft, which: str,
+              flips: Callable[[list[Draft]], tuple[bool, BandCase]]) -> Threshold:
+    """Where between the band's centre and its `which` end the decision changes (bisection, 8 halvings: the
+    acceptance moving every prior draft together), as the chosen draft's tokens per step at k = 4 there, and what
+    the plan would be beyond it."""
+    lo, hi = 0.0, 1.0
+    _, beyond = flips([between(d, which, 1.0) for d in drafts])
+    for _ in range(8):
+        mid = 0.5 * (lo + hi)
+        flipped, case = flips([between(d, which, mid) for d in drafts])
+        if flipped:
+            hi, beyond = mid, case
+        else:
+            lo = mid
+    return Threshold(which, best.label, float(between(best, which, hi).tokens_per_step(4)), beyond)
 
 
 def robust(central: BandChoice, cases: tuple[BandCase, ...], speculating: bool) -> bool:

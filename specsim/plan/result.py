@@ -76,6 +76,17 @@ class BandCase:
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """The measurement that settles a decision the band leaves open: past `tau_k4` tokens per step at k = 4 of
+    `draft` (towards the band's `end`), the plan would be `beyond` instead."""
+
+    end: str  # low | high
+    draft: str
+    tau_k4: float
+    beyond: BandCase
+
+
+@dataclass(frozen=True)
 class BandDecision:
     """The plan under the acceptance band's low / high cases; robust when neither flips the method nor
     makes the chosen policy lose."""
@@ -85,6 +96,7 @@ class BandDecision:
     high: BandCase
     robust: bool
     tau_central: dict[str, float] | None = field(default=None, metadata=OMIT_NONE)
+    thresholds: tuple[Threshold, ...] = ()  # where the decision changes, for each end that changes it
 
 
 @dataclass(frozen=True)

@@ -73,18 +73,35 @@ def pays_by_draft(plan: Plan) -> dict[str, str]:
 def band_sentence(plan: Plan) -> str:
     """'holds across the acceptance band (+12% to +40%)' or 'depends on acceptance: ... measure first'."""
     band = plan.band
-    if not band:
-        return ""
-    lo, hi = band.low, band.high
     arrival = plan.arrival is not None
     latency = arrival or plan.scenario.objective == "latency"
 
     def fmt(g: float) -> str:
         return f"{g:.2f}x" if latency else f"{(g - 1) * 100:+.0f}%"
 
+    # the cost model's spread alone can reach a loss: then no acceptance measurement settles it, a run does
+    loss = plan.speculates and not arrival and plan.serving is None and gain_band(plan)[0] < 1.0
+    cost = (f"; the cost model's spread on {plan.scenario.engine.name} reaches a loss at the 80% band's low end "
+            f"({fmt(gain_band(plan)[0])}): one benchmark run with and one without speculation settles it"
+            if loss else "")
+    if not band:
+        return cost.removeprefix("; ")
+    lo, hi = band.low, band.high
     if band.robust:
         return (f"holds across the prior's acceptance band ({fmt(lo.gain)} at its low end, {fmt(hi.gain)} at "
-                "its high end)")
+                f"its high end){cost}")
+    if band.thresholds:
+        said = []
+        for th in band.thresholds:
+            c = th.beyond
+            what = (f"this policy loses ({fmt(c.gain)}; re-planned with the measured acceptance, "
+                    f"{fmt(c.best_gain)})" if c.method == band.central.method else
+                    "plain decoding would be chosen" if c.method == "none" else
+                    f"{NAMES.get(c.method, c.method)} would be chosen ({fmt(c.best_gain)})")
+            said.append(f"{'below' if th.end == 'low' else 'above'} {th.tau_k4:.2f}, {what}")
+        return (f"depends on acceptance: measure {band.thresholds[0].draft}'s tokens per step at k = 4 (the "
+                f"prior says {(band.tau_central or {}).get(band.thresholds[0].draft, float('nan')):.2f}): "
+                + "; ".join(said))
     parts = []
     for name, case in (("low", lo), ("high", hi)):
         if case.method != band.central.method:

@@ -16,6 +16,7 @@ distribution function), vectorised over rows.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -151,7 +152,7 @@ BANDED: dict[str, tuple[int, str | None]] = {
 
 
 def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: FloatArray, engine: str,
-               spread: Spread | None = None, banded: dict[str, tuple[int, str | None]] | None = None) -> Bands:
+               spread: Spread | None = None, banded: Mapping[str, tuple[int, str | None]] | None = None) -> Bands:
     """The band of each figure of `central` that `banded` (default BANDED: a step's figures) names, from the
     acceptance's low / high tokens per step (equal to the central where the acceptance was given; `central`'s
     "tokens_per_step" is the central value) and the engine's measured cost spreads."""

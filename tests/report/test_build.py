@@ -125,7 +125,11 @@ def test_report_numbers_are_the_plans(path: Path, tmp_path_factory: pytest.TempP
             assert _num(got["tok/s with"]) == pytest.approx(want["throughput_tok_s"], abs=0.5)
             assert _num(got["tok/s without"]) == pytest.approx(want["baseline_throughput_tok_s"], abs=0.5)
             gpus = s.tp * want["baseline_throughput_tok_s"] / want["throughput_tok_s"]
-            assert _num(got["GPUs with"]) == pytest.approx(gpus, abs=0.005)
+            central, _, band = got["GPUs with (80% band)"].partition(" (")
+            assert _num(central) == pytest.approx(gpus, abs=0.005)
+            if want["k"]:  # the band brackets it
+                low, high = (_num(x) for x in band.rstrip(")").split("-"))
+                assert low <= gpus + 0.005 and gpus - 0.005 <= high
     # the HTML carries the same recommendation
     page = html.unescape((out / "report.html").read_text())
     assert data["recommendation"] in page

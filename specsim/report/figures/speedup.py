@@ -36,6 +36,7 @@ class SpeedupPanel:
     best_label: str = "best k"
     line_kind: str = "chain"  # what a row is: "chain" (k draft tokens) or "tree" (the draft's fixed tree)
     own_contexts: bool = False  # the points are at their buckets' own contexts, the lines at the pooled ones
+    best_band: tuple[np.ndarray, np.ndarray] | None = None  # the best curve's 80% band (step/bands.py)
 
 
 def best_speedup(p: SpeedupPanel) -> np.ndarray:
@@ -63,6 +64,9 @@ def speedup_vs_batch(panels: Sequence[SpeedupPanel], title: str) -> Figure:
         for k in range(1, p.speedup.shape[0]):
             ax.plot(p.batch, p.speedup[k], color=colours[k - 1], lw=1.2, label=f"k = {k}{kind}")
         ax.plot(p.batch, best_speedup(p), color="black", lw=2.2, ls="--", label=p.best_label)
+        if p.best_band is not None:
+            ax.fill_between(p.batch, *p.best_band, color="black", alpha=0.12, lw=0,
+                            label="its 80% band (acceptance and cost model)")
         for marker, tree in (("o", False), ("D", True)):
             mine = [q for q in p.points if q.tree == tree]
             if mine:

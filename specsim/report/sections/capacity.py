@@ -4,8 +4,11 @@ analytic model's ceiling differs from it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from specsim.drafts.build import make_draft
 from specsim.plan.capacity import replicas_needed
+from specsim.plan.summary import gain_band
 from specsim.report.context import Ctx, Section, md_table, row_label
 from specsim.report.figures import capacity as fg
 from specsim.report.fleet import LITTLE, SIMULATED, Fleet
@@ -112,6 +115,22 @@ def _arrival(c: Ctx, rm: RateModel, fl: Fleet) -> Section:
                    "GPUs needed and cost per million tokens as traffic grows")
 
 
+def _speedup_band(c: Ctx, r: dict[str, Any]) -> tuple[float, float]:
+    """A bucket row's speedup at its 80% band's ends (its draft's acceptance band and the engine's spread)."""
+    import numpy as np
+
+    from specsim.step.bands import step_bands
+
+    d = next((x for x in c.s.drafts if x.label == r["draft"]), None)
+    tau, sp = float(r["tokens_per_step"]), float(r["speedup"])
+    if d is None or not r["k"]:
+        return sp, sp
+    lo, hi = d.tau_band(int(r["k"]), tau, exact=not r.get("num_draft_tokens"))
+    b = step_bands({"tokens_per_step": np.array([tau]), "speedup": np.array([sp])}, np.array([lo]), np.array([hi]),
+                   c.s.engine.name, banded={"speedup": (1, "speedup")})
+    return float(b.low["speedup"][0]), float(b.high["speedup"][0])
+
+
 def _buckets(c: Ctx, fl: Fleet) -> Section:
     """Load buckets: GPU-equivalents at the baseline's token rate per bucket, and the price of a token over the
     day."""
@@ -123,22 +142,26 @@ def _buckets(c: Ctx, fl: Fleet) -> Section:
         labels.append(row_label(r, multi))
         g_base.append(float(tp))
         g_spec.append(tp * base / thr)
-        row = [labels[-1], r["batch"], f"{base:,.0f}", f"{thr:,.0f}", f"{tp:g}", f"{tp * base / thr:.2f}"]
+        lo, hi = _speedup_band(c, r)
+        row = [labels[-1], r["batch"], f"{base:,.0f}", f"{thr:,.0f}", f"{tp:g}",
+               f"{tp * base / thr:.2f} ({tp / hi:.2f}-{tp / lo:.2f})" if r["k"] else f"{tp:g}"]
         if c.s.slo_ms_per_token is not None:
             row += ["yes" if r["ms_per_token"] <= c.s.slo_ms_per_token else "**no**"]
         rows.append(row)
-    header = ["bucket", "batch", "tok/s without", "tok/s with", "GPUs without", "GPUs with"]
+    header = ["bucket", "batch", "tok/s without", "tok/s with", "GPUs without", "GPUs with (80% band)"]
     if c.s.slo_ms_per_token is not None:
         header += [f"meets {c.s.slo_ms_per_token:g} ms/token"]
     text = [f"The token rate each bucket needs is taken as what plain decoding delivers there (one replica of "
             f"{tp} GPUs at the bucket's batch); with speculation the same rate takes {tp} x baseline / speculative "
             "throughput GPUs (GPU-equivalents at the same batch per replica; whole replicas come in steps of "
             f"{tp}).", "", md_table(header, rows), ""]
+    g_lo, g_hi = gain_band(c.plan) if c.plan.speculates else (c.plan.gain, c.plan.gain)
+    band = f"{fl.with_.gpus * c.plan.gain / g_hi:.2f}-{fl.with_.gpus * c.plan.gain / g_lo:.2f}"
     if c.s.gpu_hour_usd is not None:
         text += [f"Over the day: **{usd(fl.without.cost_per_mtok_usd)} per million output tokens without "
                  f"speculation, {usd(fl.with_.cost_per_mtok_usd)} with** (at ${c.s.gpu_hour_usd:g} per GPU-hour; "
-                 f"{fl.with_.gpus:.2f} GPU-equivalents with speculation for each {fl.without.gpus:g} without, at "
-                 "the day's mean token rates)."]
+                 f"{fl.with_.gpus:.2f} GPU-equivalents with speculation (80% band {band}) for each "
+                 f"{fl.without.gpus:g} without, at the day's mean token rates)."]
     else:
         text += _no_price(c)[1:]
     cb, cs = _costs(fl)

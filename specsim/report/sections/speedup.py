@@ -96,6 +96,7 @@ def speedup_panels(c: Ctx) -> tuple[list[fg.SpeedupPanel], bool]:
         with np.errstate(invalid="ignore"):
             best = np.nanmax(np.where(np.isnan(speed[spec]), -np.inf, speed[spec]), axis=0)
         best = np.where(np.isfinite(best), best, np.nan)  # nothing speculative fits: a gap
+        band = _best_band(c, d, ev, speed, spec, best) if spec else None
         pts = [fg.BucketPoint(bp.bucket.name, float(bp.bucket.batch),
                               float(sum(r.share * r.speedup for r in bp.rows)),
                               config_name(bp.k, bp.topk, bp.num_draft_tokens),
@@ -103,11 +104,28 @@ def speedup_panels(c: Ctx) -> tuple[list[fg.SpeedupPanel], bool]:
                for bp in c.plan.buckets if bp.draft == d.label and bp.k]
         panels.append(fg.SpeedupPanel(f"{d.label} ({NAMES.get(d.method, d.method)})", grid, rows, pts, best,
                                       "best k (chains and trees)" if trees else "best k",
-                                      "tree" if d.is_tree else "chain", own_contexts))
+                                      "tree" if d.is_tree else "chain", own_contexts, band))
     if any(p.best_label != "best k" for p in panels):  # one legend for every panel: one name for the line
         for p in panels:
             p.best_label = "best configuration (chain, or tree where the draft builds trees)"
     return panels, own_contexts
+
+
+def _best_band(c: Ctx, d: Any, ev: Any, speed: np.ndarray, spec: list[int],
+               best: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The best curve's 80% band: at each batch, the best configuration's acceptance band and the engine's
+    speedup spread (step/bands.py)."""
+    from specsim.step.bands import step_bands
+
+    with np.errstate(invalid="ignore"):
+        pick = np.asarray(spec)[np.argmax(np.where(np.isnan(speed[spec]), -np.inf, speed[spec]), axis=0)]
+    tau = np.array([float(d.tokens_per_step(ev.configs[i].k)) if not ev.configs[i].is_tree else
+                    float(ev.values["tokens_per_step"].reshape(len(ev.configs), -1)[i, 0]) for i in pick])
+    ends = np.array([d.tau_band(ev.configs[i].k, t, exact=not ev.configs[i].is_tree) for i, t in zip(pick, tau,
+                                                                                                   strict=True)])
+    b = step_bands({"tokens_per_step": tau, "speedup": best}, ends[:, 0], ends[:, 1], c.s.engine.name,
+                   banded={"speedup": (1, "speedup")})
+    return b.low["speedup"], b.high["speedup"]
 
 
 def speedup_section(c: Ctx) -> Section:
@@ -115,13 +133,13 @@ def speedup_section(c: Ctx) -> Section:
     fig = fg.speedup_vs_batch(panels, c.title)
     data = c.data
     trees = any(p.best_label != "best k" for p in panels)  # some draft's best line includes trees
-    text = ["Each line is one draft depth k (" + ("a chain of k draft tokens" if not any(
-                p.line_kind == "tree" for p in panels) else "a chain, or the scenario's fixed tree") + "); the "
-            "dashed line is the best configuration at each batch" + (", trees included (the plan considers trees "
-                                                                      "for drafts that can build them)" if trees
-                                                                      else "") + ", and red marks are the plan's "
-            "buckets (circles: chains, diamonds: trees). Speedup is weighted over the load's contexts; lines stop "
-            "where the configuration does not fit in memory."
+    kind = "a chain of k draft tokens" if not any(p.line_kind == "tree" for p in panels) else \
+        "a chain, or the scenario's fixed tree"
+    with_trees = ", trees included (the plan considers trees for drafts that can build them)" if trees else ""
+    text = [f"Each line is one draft depth k ({kind}); the dashed line is the best configuration at each batch"
+            f"{with_trees}, shaded over its 80% band (the acceptance's band and the engine's measured cost spread), "
+            "and red marks are the plan's buckets (circles: chains, diamonds: trees). Speedup is weighted over the "
+            "load's contexts; lines stop where the configuration does not fit in memory."
             + (" A bucket whose contexts differ from the whole load's mix is drawn at its own contexts, so it may "
                "sit off the pooled curves." if own_contexts else ""), ""]
     if data["per_draft_gain"]:
