@@ -123,6 +123,11 @@ def run_published(fmt: str, corpus: Path | None = None) -> None:
              "to the source's lowest batch; from priors)")
     elif not cross.empty:
         emit(cross, fmt, "batch crossovers (first batch where speculation stops paying)")
+    tps = report.tokens_per_step_band()
+    if fmt == "table" and tps is not None and tps.n:
+        console().print(f"tokens per step from the priors: {tps.inside:.0%} of {tps.n} published values inside their "
+                        f"80% band ({tps.above:.0%} above, {tps.below:.0%} below; median half-width "
+                        f"{tps.half_width:.0%}), the band drawn with each group left out", markup=False)
     if fmt == "table":
         unmapped = report.unmapped.value_counts()
         console().print(f"{len(report.unmapped)} published rows not priced: "

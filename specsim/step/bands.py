@@ -100,20 +100,22 @@ def unscaled(tau: FloatArray, end: FloatArray, scale: float) -> FloatArray:
     return np.where(tau > 1.0 + 1e-9, 1.0 + t1 * (np.maximum(end - 1.0, 1e-12) / t1) ** (1.0 / scale), end)
 
 
-def percentiles(nodes: FloatArray, sigma: FloatArray, q: float) -> FloatArray:
-    """The q-quantile of X + sigma Z (X equally weighted on `nodes` per row, Z standard normal): bisection on the
-    mixture's distribution function, to 1e-6 in log."""
-    x = np.asarray(nodes, dtype=float)
-    s = np.broadcast_to(np.asarray(sigma, dtype=float), x.shape[:-1])[..., None]
-    lo = x.min(axis=-1, keepdims=True) - 6.0 * s - 1e-12
-    hi = x.max(axis=-1, keepdims=True) + 6.0 * s + 1e-12
+def percentiles(nodes: FloatArray, sigma: FloatArray, q: float | FloatArray) -> FloatArray:
+    """The q-quantile(s) of X + sigma Z (X equally weighted on `nodes` per row, Z standard normal): bisection on the
+    mixture's distribution function, to 1e-6 in log; several q at once give a last axis of them."""
+    x = np.asarray(nodes, dtype=float)[..., None, :]
+    qs = np.atleast_1d(np.asarray(q, dtype=float))[:, None]
+    s = np.broadcast_to(np.asarray(sigma, dtype=float), x.shape[:-2])[..., None, None]
+    lo = x.min(axis=-1, keepdims=True) - 6.0 * s - 1e-12 + 0.0 * qs
+    hi = x.max(axis=-1, keepdims=True) + 6.0 * s + 1e-12 + 0.0 * qs
+    positive, scale = s > 0, np.where(s > 0, s, 1.0)
     for _ in range(24):  # the bracket (< 8 in log) to < 1e-6
         mid = 0.5 * (lo + hi)
-        cdf = np.where(s > 0, ndtr((mid - x) / np.where(s > 0, s, 1.0)), (x <= mid).astype(float)).mean(-1,
-                                                                                                        keepdims=True)
-        below = cdf < q
+        cdf = np.where(positive, ndtr((mid - x) / scale), (x <= mid).astype(float)).mean(-1, keepdims=True)
+        below = cdf < qs
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return np.asarray(0.5 * (lo + hi)[..., 0])
+    out = np.asarray(0.5 * (lo + hi)[..., 0])
+    return out if np.ndim(q) else out[..., 0]
 
 
 def log_band(nodes: FloatArray, sigma: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -124,12 +126,16 @@ def log_band(nodes: FloatArray, sigma: FloatArray) -> tuple[FloatArray, FloatArr
     flat = np.column_stack([x.reshape(-1, x.shape[-1]), s.reshape(-1)])
     ok = np.isfinite(flat).all(axis=1)
     low, high = np.full(len(flat), np.nan), np.full(len(flat), np.nan)
-    if ok.any():
-        uniq, inverse = np.unique(flat[ok], axis=0, return_inverse=True)
+    # no acceptance part (given, or a figure that does not move with it): the normal's own percentiles
+    plain = ok & (flat[:, :-1] == 0.0).all(axis=1)
+    low[plain], high[plain] = -Z * flat[plain, -1], Z * flat[plain, -1]
+    mixed = ok & ~plain
+    if mixed.any():
+        uniq, inverse = np.unique(flat[mixed], axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
         q = 0.5 - COVERAGE / 2
-        low[ok] = percentiles(uniq[:, :-1], uniq[:, -1], q)[inverse]
-        high[ok] = percentiles(uniq[:, :-1], uniq[:, -1], 1.0 - q)[inverse]
+        both = percentiles(uniq[:, :-1], uniq[:, -1], np.array([q, 1.0 - q]))[inverse]
+        low[mixed], high[mixed] = both[:, 0], both[:, 1]
     return low.reshape(s.shape), high.reshape(s.shape)
 
 
@@ -170,15 +176,21 @@ def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: Fl
     solved: dict[tuple[int, str | None], tuple[FloatArray, FloatArray]] = {(1, None): (
         np.log(acceptance_quantile(tau, low_tau, high_tau, sp.acceptance_scale, q) / tau),
         np.log(acceptance_quantile(tau, low_tau, high_tau, sp.acceptance_scale, 1.0 - q) / tau))}
+    # every other (acceptance part, cost spread) the figures need, solved in one stacked call
+    needed = list(dict.fromkeys((abs(sign), cost) for name, (sign, cost) in banded.items() if name in central))
+    needed = [key for key in needed if key not in solved]
+    if needed:
+        lo_s, hi_s = log_band(np.concatenate([key[0] * nodes_u for key in needed]),
+                              np.concatenate([np.full(len(uniq), sigmas[key[1]]) for key in needed]))
+        for i, key in enumerate(needed):
+            part = slice(i * len(uniq), (i + 1) * len(uniq))
+            solved[key] = tuple(np.where(finite, v[part][inverse.reshape(-1)], np.nan).reshape(tau.shape)
+                                for v in (lo_s, hi_s))  # type: ignore[assignment]
     low, high = {}, {}
     for name, (sign, cost) in banded.items():
         if name not in central:
             continue
         key = (abs(sign), cost)
-        if key not in solved:
-            lo_u, hi_u = log_band(key[0] * nodes_u, np.full(len(uniq), sigmas[cost]))
-            back = [np.where(finite, v[inverse.reshape(-1)], np.nan).reshape(tau.shape) for v in (lo_u, hi_u)]
-            solved[key] = (back[0], back[1])
         lo, hi = solved[key] if sign >= 0 else (-solved[key][1], -solved[key][0])  # 1 / tau: the ends swap
         value = np.asarray(central[name], dtype=float)
         low[name], high[name] = value * np.exp(lo), value * np.exp(hi)

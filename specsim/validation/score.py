@@ -32,7 +32,7 @@ from specsim.files import read_mapping
 from specsim.step.bands import load_spread, unscaled
 from specsim.validation.corpus import STATED, load_corpus
 from specsim.validation.mapping import to_grid
-from specsim.validation.spread import coverage, held_out_bands
+from specsim.validation.spread import Coverage, coverage, held_out_bands
 
 MODES = ("measured", "priors")
 
@@ -89,6 +89,8 @@ class PublishedSummary:
     overall: dict[str, GroupStats]  # by mode, rows whose hardware is stated
     crossovers: tuple[Crossover, ...]
     unmapped: dict[str, int]  # reason -> rows
+    #: the priors' tokens-per-step band (each group left out of its scale's fit) on the rows that publish it
+    tokens_per_step_band: Coverage | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,16 @@ class PublishedReport:
 
     def summary(self) -> PublishedSummary:
         return PublishedSummary(self.groups, {m: self.overall(m) for m in MODES}, self.crossovers,
-                                {str(k): int(v) for k, v in self.unmapped.value_counts().items()})
+                                {str(k): int(v) for k, v in self.unmapped.value_counts().items()},
+                                self.tokens_per_step_band())
+
+    def tokens_per_step_band(self) -> Coverage | None:
+        r = self.rows
+        if "tps_low" not in r:
+            return None
+        r = r[(r["mode"] == "priors") & r["error"].notna() & r["acceptance_length"].notna()]
+        return coverage(*(r[c].to_numpy(dtype=float) for c in ("acceptance_length", "tokens_per_step", "tps_low",
+                                                               "tps_high")))
 
 
 def _stats(group: str, mode: str, rows: pd.DataFrame, stated: bool, role: str) -> GroupStats:
