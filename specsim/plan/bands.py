@@ -14,7 +14,9 @@ from specsim.plan.candidates import evaluate_draft
 from specsim.plan.decide import decide, objective_total
 from specsim.plan.result import BandCase, BandChoice, BandDecision, Threshold
 from specsim.scenario.scenario import Scenario
+from specsim.step.bands import step_bands
 from specsim.step.evaluate import Target
+from specsim.step.policy import Config
 
 
 def band_decision(s: Scenario, t: Target, drafts: list[Draft], best: Draft, choice: list[int], batch: np.ndarray,
@@ -87,3 +89,36 @@ def threshold(drafts: list[Draft], best: Draft, which: str,
 def robust(central: BandChoice, cases: tuple[BandCase, ...], speculating: bool) -> bool:
     """Neither end of the band flips the method, nor makes the chosen (speculating) policy lose."""
     return not any(c.method != central.method or (speculating and c.gain < 1.0) for c in cases)
+
+
+def best_curve_band(d: Draft, configs: list[Config], speed: np.ndarray, tau: np.ndarray, spec: list[int],
+                    engine: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A draft's best speculative configuration per batch (`speed`: speedup [config, batch], NaN where it does not
+    fit; `tau`: each configuration's tokens per step; `spec`: the speculative configurations) and that curve's 80%
+    band: the best configuration's acceptance band and the engine's speedup spread (step/bands.py)."""
+    masked = np.where(np.isnan(speed[spec]), -np.inf, speed[spec])
+    best = masked.max(axis=0)
+    best = np.where(np.isfinite(best), best, np.nan)  # nothing speculative fits: a gap
+    pick = np.asarray(spec)[np.argmax(masked, axis=0)]
+    ends = np.array([d.tau_band(configs[i].k, float(tau[i]), exact=not configs[i].is_tree) for i in pick])
+    b = step_bands({"tokens_per_step": tau[pick], "speedup": best}, ends[:, 0], ends[:, 1], engine,
+                   banded={"speedup": (1, "speedup")})
+    return best, b.low["speedup"], b.high["speedup"]
+
+
+def crossover_band(grid: np.ndarray, plain_fits: np.ndarray, best: np.ndarray, low: np.ndarray,
+                   high: np.ndarray) -> tuple[int | None, int | None]:
+    """Where the best curve stops paying at its band's ends: the first batch, past the first where the central
+    curve pays, at which the band's low end (the earliest it may stop) and its high end (the latest) fall below 1;
+    None: not within the grid."""
+    pays = np.flatnonzero(best >= 1.0)
+    if not pays.size:
+        return None, None
+
+    def first_below(curve: np.ndarray) -> int | None:
+        # a stop: plain decoding beats it, or only plain decoding fits (as the crossover itself counts it)
+        stops = (curve < 1.0) | (np.isnan(curve) & plain_fits)
+        after = np.flatnonzero((np.arange(len(grid)) > pays[0]) & stops)
+        return int(grid[after[0]]) if after.size else None
+
+    return first_below(low), first_below(high)

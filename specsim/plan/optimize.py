@@ -78,6 +78,7 @@ def plan(s: Scenario, detail: bool = True) -> Plan:
                 None, notes, band,
                 vllm_dynamic_profile(t, ev.draft, s, sched.grid, sched.chain_policy) if detail else None,
                 sched.chain_policy, pays={label: pc[0] for label, pc in pays_cross.items()},
+                crossover_band={label: pc[2] for label, pc in pays_cross.items()},
                 details=(*searched, *tree_bands_note(sched.policy), *details))
 
 

@@ -198,6 +198,8 @@ class Plan:
     chain_policy: Policy | None = None  # the best chain-only schedule (engines without trees)
     serving: ServingChoice | None = None  # objective slo with traffic: the choice by simulation
     pays: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # per draft: batch ranges where it pays
+    #: per draft: the crossover at its 80% band's low and high ends (the earliest and the latest it may stop)
+    crossover_band: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     details: tuple[str, ...] = ()  # what stands behind the answer in full (priors' sources, what was not searched)
 
     @property

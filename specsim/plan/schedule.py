@@ -148,13 +148,26 @@ def pooled_contexts(s: Scenario) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(pooled.items()))
 
 
-def pays_and_crossover(t: Target, d: Draft, s: Scenario) -> tuple[list[tuple[int, int]], int | None]:
+def pays_and_crossover(t: Target, d: Draft, s: Scenario) -> tuple[list[tuple[int, int]], int | None,
+                                                                   tuple[int | None, int | None]]:
     """Where d pays and where it first stops, over the batch grid with contexts pooled over the load:
     (batch ranges where d's best configuration beats plain decoding, the first batch after one where it
-    paid at which plain decoding is best; None if it never stops within the grid)."""
+    paid at which plain decoding is best; None if it never stops within the grid; that batch at the 80% band's
+    low and high ends: plan/bands.crossover_band)."""
+    from specsim.plan.bands import best_curve_band, crossover_band
+
     grid = batch_grid(s)
-    score, _, _ = grid_scores(t, d, s, grid, [pooled_contexts(s)] * len(grid))
+    score, ev, owner = grid_scores(t, d, s, grid, [pooled_contexts(s)] * len(grid))
     pick = np.array([pick_k(score[:, j]) for j in range(len(grid))])
     pays = batch_ranges(grid, pick > 0)
     after = grid[(pick == 0) & (np.arange(len(grid)) > (np.flatnonzero(pick > 0)[0] if pays else -1))]
-    return pays, (int(after[0]) if after.size else None)
+    spec = [i for i, c in enumerate(ev.configs) if c.k > 0]
+    band: tuple[int | None, int | None] = (None, None)
+    if spec:
+        w = np.array([wt for _ in grid for _, wt in pooled_contexts(s)])
+        sp = np.where(ev.feasible, ev.values["speedup"] * w, np.nan)
+        speed = np.stack([sp[:, owner == j].sum(-1) for j in range(len(grid))], axis=1)
+        tau = ev.values["tokens_per_step"][:, 0]
+        plain_fits = np.array([bool(ev.feasible[0, owner == j].all()) for j in range(len(grid))])
+        band = crossover_band(grid, plain_fits, *best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name))
+    return pays, (int(after[0]) if after.size else None), band

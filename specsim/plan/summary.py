@@ -239,6 +239,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                    strict=True)),
         "per_draft_gain": plan.per_draft_gain,
         "buckets": buckets, "policy": plan.policy.records(), "crossover_batch": plan.crossover,
+        "crossover_batch_band": {label: list(b) for label, b in plan.crossover_band.items()},
         "pays_at_batch": {label: [list(r) for r in ranges] for label, ranges in plan.pays.items()},
         "arrival": to_record(plan.arrival), "acceptance": acceptance, "acceptance_band": to_record(plan.band),
         "serving": to_record(plan.serving),

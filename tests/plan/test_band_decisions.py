@@ -50,3 +50,22 @@ def test_a_gain_the_cost_spread_can_turn_into_a_loss_says_a_run_settles_it() -> 
     low, high = gain_band(p)
     assert p.band is not None and p.band.robust and low < 1.0 < p.gain < high
     assert "one benchmark run with and one without speculation settles it" in recommendation(p)
+
+
+@pytest.mark.parametrize("name", ["chat-llama70b-h100", "llama8b-1b-draft-h100", "code-edit-prompt-lookup"])
+def test_the_crossover_band_brackets_the_crossover(name: str) -> None:
+    """The earliest a draft may stop paying (its band's low end) is no later than where it stops at the centre, the
+    latest (high end) no earlier; a draft that stops at the centre stops at the low end too."""
+    from pathlib import Path
+
+    from specsim.scenario.scenario import load_scenario
+
+    p = plan(load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / f"{name}.yaml"))
+    assert p.crossover_band and set(p.crossover_band) == set(p.crossover)
+    for label, central in p.crossover.items():
+        early, late = p.crossover_band[label]
+        if central is not None:
+            assert early is not None and early <= central, (label, early, central)
+            assert late is None or late >= central, (label, late, central)
+        elif early is not None and late is not None:
+            assert early <= late

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from specsim.plan.bands import best_curve_band
 from specsim.plan.candidates import evaluate_draft
 from specsim.plan.summary import NAMES
 from specsim.report.context import Ctx, Section, md_table, pooled_arrays
@@ -93,10 +94,12 @@ def speedup_panels(c: Ctx) -> tuple[list[fg.SpeedupPanel], bool]:
                 rows[k] = speed[(chain or idx)[0]]
         spec = [i for i, cfg in enumerate(ev.configs) if cfg.k > 0]
         trees = any(ev.configs[i].is_tree for i in spec)
-        with np.errstate(invalid="ignore"):
-            best = np.nanmax(np.where(np.isnan(speed[spec]), -np.inf, speed[spec]), axis=0)
-        best = np.where(np.isfinite(best), best, np.nan)  # nothing speculative fits: a gap
-        band = _best_band(c, d, ev, speed, spec, best) if spec else None
+        tau = ev.values["tokens_per_step"].reshape(len(ev.configs), -1)[:, 0]
+        band: tuple[np.ndarray, np.ndarray] | None = None
+        best = np.full(nb, np.nan)
+        if spec:
+            best, low, high = best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name)
+            band = (low, high)
         pts = [fg.BucketPoint(bp.bucket.name, float(bp.bucket.batch),
                               float(sum(r.share * r.speedup for r in bp.rows)),
                               config_name(bp.k, bp.topk, bp.num_draft_tokens),
@@ -109,23 +112,6 @@ def speedup_panels(c: Ctx) -> tuple[list[fg.SpeedupPanel], bool]:
         for p in panels:
             p.best_label = "best configuration (chain, or tree where the draft builds trees)"
     return panels, own_contexts
-
-
-def _best_band(c: Ctx, d: Any, ev: Any, speed: np.ndarray, spec: list[int],
-               best: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The best curve's 80% band: at each batch, the best configuration's acceptance band and the engine's
-    speedup spread (step/bands.py)."""
-    from specsim.step.bands import step_bands
-
-    with np.errstate(invalid="ignore"):
-        pick = np.asarray(spec)[np.argmax(np.where(np.isnan(speed[spec]), -np.inf, speed[spec]), axis=0)]
-    tau = np.array([float(d.tokens_per_step(ev.configs[i].k)) if not ev.configs[i].is_tree else
-                    float(ev.values["tokens_per_step"].reshape(len(ev.configs), -1)[i, 0]) for i in pick])
-    ends = np.array([d.tau_band(ev.configs[i].k, t, exact=not ev.configs[i].is_tree) for i, t in zip(pick, tau,
-                                                                                                   strict=True)])
-    b = step_bands({"tokens_per_step": tau, "speedup": best}, ends[:, 0], ends[:, 1], c.s.engine.name,
-                   banded={"speedup": (1, "speedup")})
-    return b.low["speedup"], b.high["speedup"]
 
 
 def speedup_section(c: Ctx) -> Section:
