@@ -146,9 +146,11 @@ def recommendation(plan: Plan) -> str:
             return (f"Do not speculate: at {a.rate_rps:g} requests/s nothing beats plain decoding"
                     f"{tail_band}.")
         shape = _shape(plan.policy.schedule[0]) if plan.policy.schedule else f"k = {b.k}"
+        lo, hi = gain_band(plan)
         return (f"Speculate with {NAMES.get(b.method, b.method)} ({b.draft}), {shape}: at the same "
                 f"{a.rate_rps:g} requests/s, {a.ms_per_token:.1f} ms/token instead of "
-                f"{a.baseline_ms_per_token:.1f} ({a.gain_same_rate:.2f}x; {a.concurrency:.0f} requests "
+                f"{a.baseline_ms_per_token:.1f} ({a.gain_same_rate:.2f}x, 80% band {lo:.2f}x-{hi:.2f}x; "
+                f"{a.concurrency:.0f} requests "
                 f"in flight instead of {a.baseline_concurrency:.0f}); at the same batch "
                 f"({b.rows[0].batch}) {a.speedup_same_batch:.2f}x{tail_band}")
     on = [seg for seg in plan.policy.schedule if seg.k > 0]
