@@ -142,10 +142,10 @@ def _tokens_per_step(d: Draft, k: np.ndarray, q: np.ndarray, alpha: np.ndarray, 
         if known is not None and kk > known:
             error[rows & (error == "")] = f"k = {kk} exceeds the {known} positions the acceptance profile knows"
             continue
-        tps[rows] = d.tokens_per_step(kk)
+        central = float(d.tokens_per_step(kk))
+        tps[rows] = central
         source[rows] = d.acceptance.source
-        if d.prior is not None and d.acceptance.prior:
-            band[:, rows] = np.array([[d.band("low").tokens_per_step(kk)], [d.band("high").tokens_per_step(kk)]])
+        band[:, rows] = np.array(d.tau_band(int(kk), central))[:, None]
     band = np.where(np.isnan(band), tps, band)
     return tps, source, band
 

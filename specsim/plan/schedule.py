@@ -157,17 +157,17 @@ def pays_and_crossover(t: Target, d: Draft, s: Scenario) -> tuple[list[tuple[int
     from specsim.plan.bands import best_curve_band, crossover_band
 
     grid = batch_grid(s)
-    score, ev, owner = grid_scores(t, d, s, grid, [pooled_contexts(s)] * len(grid))
+    score, ev, _ = grid_scores(t, d, s, grid, [pooled_contexts(s)] * len(grid))
     pick = np.array([pick_k(score[:, j]) for j in range(len(grid))])
     pays = batch_ranges(grid, pick > 0)
     after = grid[(pick == 0) & (np.arange(len(grid)) > (np.flatnonzero(pick > 0)[0] if pays else -1))]
     spec = [i for i, c in enumerate(ev.configs) if c.k > 0]
     band: tuple[int | None, int | None] = (None, None)
     if spec:
-        w = np.array([wt for _ in grid for _, wt in pooled_contexts(s)])
-        sp = np.where(ev.feasible, ev.values["speedup"] * w, np.nan)
-        speed = np.stack([sp[:, owner == j].sum(-1) for j in range(len(grid))], axis=1)
+        w = np.array([wt for _, wt in pooled_contexts(s)])  # the points are grid x contexts, in that order
+        per = (len(ev.configs), len(grid), len(w))
+        speed = np.where(ev.feasible, ev.values["speedup"], np.nan).reshape(per) @ w
         tau = ev.values["tokens_per_step"][:, 0]
-        plain_fits = np.array([bool(ev.feasible[0, owner == j].all()) for j in range(len(grid))])
+        plain_fits = ev.feasible[0].reshape(per[1:]).all(-1)
         band = crossover_band(grid, plain_fits, *best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name))
     return pays, (int(after[0]) if after.size else None), band

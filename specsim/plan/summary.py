@@ -80,10 +80,10 @@ def band_sentence(plan: Plan) -> str:
         return f"{g:.2f}x" if latency else f"{(g - 1) * 100:+.0f}%"
 
     # the cost model's spread alone can reach a loss: then no acceptance measurement settles it, a run does
-    loss = plan.speculates and not arrival and plan.serving is None and gain_band(plan)[0] < 1.0
+    low_end = gain_band(plan)[0]
+    loss = plan.speculates and not arrival and plan.serving is None and low_end < 1.0
     cost = (f"; the cost model's spread on {plan.scenario.engine.name} reaches a loss at the 80% band's low end "
-            f"({fmt(gain_band(plan)[0])}): one benchmark run with and one without speculation settles it"
-            if loss else "")
+            f"({fmt(low_end)}): one benchmark run with and one without speculation settles it" if loss else "")
     if not band:
         return cost.removeprefix("; ")
     lo, hi = band.low, band.high

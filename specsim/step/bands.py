@@ -70,26 +70,31 @@ def load_spread(path: str | None = None) -> Spread:
     return Spread(sp, st, scale, str(data.get("source", "")))
 
 
+def _sides(tau: FloatArray, low: FloatArray, high: FloatArray, scale: float) -> tuple[FloatArray, ...]:
+    """(tau - 1, the low side's and the high side's SD of log(tau - 1)): the split log-normal through the prior's
+    low / central / high at its 10th / 90th percentile, each side's spread times `scale`."""
+    t1 = np.maximum(tau - 1.0, 1e-9)
+    s_low = np.log(t1 / np.maximum(low - 1.0, 1e-9)) / Z * scale
+    s_high = np.log(np.maximum(high - 1.0, 1e-9) / t1) / Z * scale
+    return t1, s_low, s_high
+
+
 def acceptance_nodes(tau: FloatArray, low: FloatArray, high: FloatArray, scale: float = 1.0) -> FloatArray:
-    """log(tau_true / tau) at the 64 nodes (rows x 64): (tau - 1) split log-normal through the prior's low /
-    central / high at its 10th / 90th percentile, each side's spread times `scale`; zero where no band (low =
+    """log(tau_true / tau) at the 64 nodes (rows x 64) of the split log-normal (_sides); zero where no band (low =
     high = tau, or plain decoding)."""
     tau, low, high = (np.asarray(a, dtype=float)[..., None] for a in (tau, low, high))
-    t1 = np.maximum(tau - 1.0, 1e-9)
-    s_low = np.log(t1 / np.maximum(low - 1.0, 1e-9)) / Z
-    s_high = np.log(np.maximum(high - 1.0, 1e-9) / t1) / Z
-    s = np.where(_NODES < 0, s_low, s_high) * scale
+    t1, s_low, s_high = _sides(tau, low, high, scale)
+    s = np.where(_NODES < 0, s_low, s_high)
     s = np.where((tau > 1.0 + 1e-9) & np.isfinite(s), np.maximum(s, 0.0), 0.0)
     return np.asarray(np.log((1.0 + t1 * np.exp(s * _NODES)) / np.maximum(tau, 1.0)))
 
 
 def acceptance_quantile(tau: FloatArray, low: FloatArray, high: FloatArray, scale: float, q: float) -> FloatArray:
-    """The q-quantile of tokens per step alone (acceptance_nodes' split log-normal (tau - 1), exactly)."""
+    """The q-quantile of tokens per step alone (the split log-normal of _sides, exactly)."""
     tau, low, high = (np.asarray(a, dtype=float) for a in (tau, low, high))
-    t1 = np.maximum(tau - 1.0, 1e-9)
+    t1, s_low, s_high = _sides(tau, low, high, scale)
     z = float(ndtri(q))
-    side = np.maximum(low - 1.0, 1e-9) if z < 0 else np.maximum(high - 1.0, 1e-9)
-    s = np.abs(np.log(side / t1)) / Z * scale
+    s = np.abs(s_low if z < 0 else s_high)
     return np.where(tau > 1.0 + 1e-9, 1.0 + t1 * np.exp(s * z), tau)
 
 
@@ -106,8 +111,9 @@ def percentiles(nodes: FloatArray, sigma: FloatArray, q: float | FloatArray) -> 
     x = np.asarray(nodes, dtype=float)[..., None, :]
     qs = np.atleast_1d(np.asarray(q, dtype=float))[:, None]
     s = np.broadcast_to(np.asarray(sigma, dtype=float), x.shape[:-2])[..., None, None]
-    lo = x.min(axis=-1, keepdims=True) - 6.0 * s - 1e-12 + 0.0 * qs
-    hi = x.max(axis=-1, keepdims=True) + 6.0 * s + 1e-12 + 0.0 * qs
+    shape = (*x.shape[:-2], len(qs), 1)  # one bracket per row and q
+    lo = np.broadcast_to(x.min(axis=-1, keepdims=True) - 6.0 * s - 1e-12, shape)
+    hi = np.broadcast_to(x.max(axis=-1, keepdims=True) + 6.0 * s + 1e-12, shape)
     positive, scale = s > 0, np.where(s > 0, s, 1.0)
     for _ in range(24):  # the bracket (< 8 in log) to < 1e-6
         mid = 0.5 * (lo + hi)
@@ -182,10 +188,12 @@ def step_bands(central: dict[str, FloatArray], low_tau: FloatArray, high_tau: Fl
     if needed:
         lo_s, hi_s = log_band(np.concatenate([key[0] * nodes_u for key in needed]),
                               np.concatenate([np.full(len(uniq), sigmas[key[1]]) for key in needed]))
+        def back(v: FloatArray, i: int) -> FloatArray:  # the i-th key's rows, back on every row
+            return np.where(finite, v[i * len(uniq):(i + 1) * len(uniq)][inverse.reshape(-1)], np.nan).reshape(
+                tau.shape)
+
         for i, key in enumerate(needed):
-            part = slice(i * len(uniq), (i + 1) * len(uniq))
-            solved[key] = tuple(np.where(finite, v[part][inverse.reshape(-1)], np.nan).reshape(tau.shape)
-                                for v in (lo_s, hi_s))  # type: ignore[assignment]
+            solved[key] = (back(lo_s, i), back(hi_s, i))
     low, high = {}, {}
     for name, (sign, cost) in banded.items():
         if name not in central:

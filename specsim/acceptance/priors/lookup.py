@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ def lookup(method: str, target: Any = None, draft: Any = None, task: str | None 
     if task is None and cls == "lookup":
         # task not given: a data-dependent draft's acceptance moves most with the data; both sides reach as far as
         # the catalogue's tasks spread (repetitive ones included: code editing, translation, summarisation)
-        spread_task = _task_spread(cat, cls)
+        spread_task = _task_spread(cls)
         sigma_high, sigma_low = math.hypot(sigma, spread_task), math.hypot(sigma_low, spread_task)
     e = rep.entry
     band = Band.around(np.asarray(rep.rates), sigma_high, sigma_low, q.ref)
@@ -67,22 +68,17 @@ def lookup(method: str, target: Any = None, draft: Any = None, task: str | None 
         note=_note(q, rep, band), source=e.source, adjustments=tuple(rep.what))
 
 
-_TASK_SPREAD: dict[tuple[int, str], float] = {}
-
-
-def _task_spread(cat: Catalogue, cls: str) -> float:
+@cache
+def _task_spread(cls: str) -> float:
     """The standard deviation, over the tasks the catalogue measures for an effect class, of each task's median
-    log(tau - 1) in the entries' reference shape (memoised per catalogue)."""
-    key = (id(cat), cls)
-    if key not in _TASK_SPREAD:
-        by_task: dict[str, list[float]] = {}
-        for e in cat.entries:
-            tau = e.reference_tau()
-            if not e.synthetic and tau > 1.05 and method_info(e.method).effect_class == cls:
-                by_task.setdefault(e.task, []).append(math.log(tau - 1.0))
-        medians = [float(np.median(v)) for v in by_task.values()]
-        _TASK_SPREAD[key] = float(np.std(medians)) if len(medians) > 1 else 0.0
-    return _TASK_SPREAD[key]
+    log(tau - 1) in the entries' reference shape."""
+    by_task: dict[str, list[float]] = {}
+    for e in load_catalogue().entries:
+        tau = e.reference_tau()
+        if not e.synthetic and tau > 1.05 and method_info(e.method).effect_class == cls:
+            by_task.setdefault(e.task, []).append(math.log(tau - 1.0))
+    medians = [float(np.median(v)) for v in by_task.values()]
+    return float(np.std(medians)) if len(medians) > 1 else 0.0
 
 
 def _excluded(e: PriorEntry, exclude: Exclude) -> bool:
