@@ -202,6 +202,9 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     # the engine and how its passes are priced
     _f("engine", "str", "engine", "serving engine: vllm | sglang | trtllm | atom | hf | a version (specsim "
        "engines list) | a profile YAML", _EVERY, default="vllm", scenario="engine", short="-e", metavar="ENGINE"),
+    _f("deployment", "path", "engine", "a fitted deployment (specsim fit-runs): its runs' configuration fills "
+       "what is not given, its calibration and measured acceptance price the step", _EVERY,
+       scenario="deployment", metavar="FILE"),
     _f("cost_model", "str", "engine", "roofline | table (NVIDIA's measured kernel tables, the roofline outside "
        "them); default: the hardware profile's", _EVERY, scenario="cost_model", metavar="MODEL"),
     # the draft and its shape

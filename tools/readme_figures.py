@@ -24,6 +24,7 @@ once, its group being the figure. NAME is SOURCE.figure. The sources:
                                kernels  specsim calibrate-tables -H GPU --score-only -f json, per GPU  [tables]
                                modules  specsim validate --modules -f json                            [tables]
                                priors   python benchmarks/priors_floors.py --only corpus --json
+                               deploy   python benchmarks/deployment_holdout.py --json
                                speed    the benchmarks' --json (bench_cli, bench_plan, bench_grid, bench_simulate,
                                         bench_costmodel)
                                tests    python benchmarks/bench_tests.py --json (the README's test run, timed)
@@ -65,6 +66,7 @@ RECORDED: dict[str, tuple[Callable[[], dict[str, Any]], RecordFigures | None, bo
     "kernels": (readme_slow.refresh_kernels, readme_slow.kernels_figures, True),
     "modules": (readme_slow.refresh_modules, readme_slow.modules_figures, True),
     "priors": (readme_slow.refresh_priors, readme_slow.priors_figures, True),
+    "deploy": (readme_slow.refresh_deploy, readme_slow.deploy_figures, True),
     "speed": (readme_speed.refresh_speed, None, False),  # figures: readme_speed.speed_figures (needs serving too)
     "tests": (readme_slow.refresh_tests, readme_slow.tests_figures, False),
 }

@@ -16,7 +16,7 @@ import numpy as np
 from specsim.acceptance.chain import MEAN_LENGTH_CONVENTION
 from specsim.advise.evaluate import RatioStep, RealStep
 from specsim.fields import FIELDS, Given
-from specsim.step.bands import BANDED, step_bands
+from specsim.step.bands import BANDED, load_spread, step_bands
 
 #: the step's figures (step/economics.py StepMetrics.as_dict)
 METRICS = ("tokens_per_step", "step_ms", "draft_ms", "verify_ms", "overhead_ms", "baseline_step_ms", "speedup",
@@ -26,11 +26,11 @@ BAND_KEYS = tuple(f"{name}_{end}" for name in BANDED for end in ("low", "high"))
 #: what was priced, and what it needs
 ECHO = ("priced_hardware", "priced_model", "priced_weights", "priced_kv_dtype", "priced_layout", "gpus",
         "priced_engine", "priced_cost_model", "table_share", "priced_draft", "verify_tokens_per_seq", "expected_k",
-        "acceptance_source", "memory_gib_per_gpu", "memory_capacity_gib")
+        "acceptance_source", "priced_calibration", "memory_gib_per_gpu", "memory_capacity_gib")
 #: every key an answer may carry beyond the question, in order (a grid adds these columns, then `error`)
 ANSWER = (*METRICS, *BAND_KEYS, *ECHO)
 TEXT = ("priced_hardware", "priced_model", "priced_weights", "priced_kv_dtype", "priced_layout", "priced_engine",
-        "priced_cost_model", "priced_draft", "acceptance_source")
+        "priced_cost_model", "priced_draft", "acceptance_source", "priced_calibration")
 assert not set(ANSWER) & set(FIELDS), "an answer key must not shadow a field"
 
 
@@ -48,11 +48,13 @@ def record(r: RealStep | RatioStep) -> dict[str, Any]:
     out["acceptance_source"] = r.acceptance
     if isinstance(r, RealStep):
         central = {name: np.asarray(value) for name, value in out.items() if name in BANDED}
-        bands = step_bands(central, np.asarray(r.tau_band[0]), np.asarray(r.tau_band[1]), r.engine)
+        cal = r.calibration
+        bands = step_bands(central, np.asarray(r.tau_band[0]), np.asarray(r.tau_band[1]), r.engine,
+                           load_spread().fitted(r.engine, cal.sigma_log if cal else None))
         out.update({key: float(value) for key, value in bands.as_dict().items()})
         out.update(priced_hardware=r.hardware, priced_model=r.model, priced_weights=r.weights,
                    priced_kv_dtype=r.kv_dtype, priced_layout=r.layout, gpus=r.gpus, priced_engine=r.engine,
-                   priced_cost_model=r.cost_model,
+                   priced_cost_model=r.cost_model, priced_calibration=cal.label if cal else None,
                    table_share=None if np.isnan(r.table_share) else r.table_share,
                    priced_draft=f"{r.draft}: {r.shape}", verify_tokens_per_seq=r.verify_tokens_per_seq,
                    expected_k=r.expected_k, memory_gib_per_gpu=r.memory_gib, memory_capacity_gib=r.capacity_gib)

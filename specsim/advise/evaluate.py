@@ -37,6 +37,7 @@ from specsim.errors import SpecsimError
 from specsim.step.economics import StepMetrics, ratio_step_metrics, step_metrics
 from specsim.step.evaluate import (
     DEFAULT_ENGINE,
+    StepCalibration,
     Target,
     bundled_engine,
     config_metrics,
@@ -88,6 +89,7 @@ class RealCost:
     temperature: float | None = None
     checkpoint: str | None = None
     memory_utilization: float = 0.9  # vLLM's --gpu-memory-utilization default
+    calibration: StepCalibration | None = None  # a fitted deployment's (scenario/deployment.py)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,7 @@ class RealStep(StepResult):
     #: the acceptance's tokens per step at its band's 10th / 90th percentile (the prior's; the central value where
     #: the acceptance was given)
     tau_band: tuple[float, float] = (float("nan"), float("nan"))
+    calibration: StepCalibration | None = None  # a fitted deployment's (its label in the echo, its spread in bands)
 
 
 def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
@@ -310,7 +313,7 @@ def target_and_draft(cost: RealCost, profile: AcceptanceProfile | None, held_out
     engine = (engines[name] if engines and name in engines else bundled_engine(name) if bundled
               else load_engine(cost.engine))
     target = Target(hw, load_model(cost.model), cost.tp, cost.weight_dtype, cost.kv_dtype, cost.memory_utilization,
-                    engine=engine, layout=cost.layout)
+                    engine=engine, layout=cost.layout, calibration=cost.calibration)
     target.model.check_tp(cost.tp, "--tp")
     if cost.layout is not None:
         check_layout(cost.layout, target.model.n_experts)
@@ -389,7 +392,7 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
                     float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp,
                     target.gpus, str(target.layout or f"tp {target.tp}"), expected_k, target.model.name,
                     weights_label(cost.weight_dtype, target), target.kv_dtype, _shape_label(req, d, k, verify_q), vq,
-                    target.where, target.hardware.name, float(share), tau_band)
+                    target.where, target.hardware.name, float(share), tau_band, target.calibration)
 
 
 

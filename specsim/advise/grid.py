@@ -84,14 +84,16 @@ def row_given(row: Mapping[Any, Any]) -> Given:
         else:
             values[f.name] = f.parse(cell, f"column {f.name!r}")
             typed.add(f.name)
-    return Given(values, frozenset(typed), "column")
+    from specsim.scenario.deployment import fill
+
+    return fill(Given(values, frozenset(typed), "column"), "evaluate")
 
 
 def _vectorised(req: EvaluateRequest) -> bool:
     """Whether the setup is priced by one step_arrays call (module docstring)."""
     a = req.acceptance
     return (isinstance(req.cost, RealCost) and req.tree is None and req.sibling_probs is None and a.alphas is None
-            and a.file is None and req.adaptive is None and req.overhead_ms == 0)
+            and a.file is None and req.adaptive is None and req.overhead_ms == 0 and req.cost.calibration is None)
 
 
 def _axis(df: pd.DataFrame, name: str, error: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from specsim.cost.dtypes import KV_BYTES, check_precision
 from specsim.cost.layout import make_layout
 from specsim.errors import SpecsimError
 from specsim.fields import Given
+from specsim.step.evaluate import StepCalibration
 
 #: fields that describe a real target, its engine or its draft: refused with --draft-cost-ratio
 REAL_ONLY = ("hardware", "model", "draft", "weight_dtype", "kv_dtype", "memory_utilization", "tp", "dp", "ep", "pp",
@@ -68,7 +69,16 @@ def _cost(g: Given, base: Path | None) -> RatioCost | RealCost:
                     g["topk"], g["num_draft_tokens"], str(_path(engine, base)) if _looks_like_path(engine) else engine,
                     g["cost_model"], None if layout.simple else layout, window=g["window"], guesses=g["guesses"],
                     task=g["task"], temperature=g["temperature"], checkpoint=g["checkpoint"],
-                    memory_utilization=g["memory_utilization"])
+                    memory_utilization=g["memory_utilization"], calibration=_calibration(g))
+
+
+def _calibration(g: Given) -> StepCalibration | None:
+    """A fitted deployment's calibration for the draft asked (scenario/deployment.py)."""
+    if not g.given("deployment"):
+        return None
+    from specsim.scenario.deployment import load_deployment
+
+    return load_deployment(g["deployment"]).calibration_for(str(g["draft"]))
 
 
 def _formats(g: Given) -> None:

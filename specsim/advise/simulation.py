@@ -199,6 +199,8 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
         raise SpecsimError(f"policy {policy.label} needs a draft: the scenario's draft is 'none'")
     if s.serving is not None and s.serving.kv_capacity_tokens is None:
         notes.append("KV capacity from the memory model (step/memory.py) for the draft and k simulated")
+    if t.calibration is not None:
+        notes.append(f"step calibrated to a fitted deployment's runs: {t.calibration.label}")
     pricing = (Pricing(float(s.gpu_hour_usd), limits.gpus_per_replica or s.gpus)
                if s.gpu_hour_usd is not None else None)
     return Setup(s, t, traffic, file_seed if seed is None else int(seed), workloads, limits, d, policy, source,

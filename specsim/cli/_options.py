@@ -18,6 +18,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -52,13 +53,18 @@ def _annotation(f: Field, panel: bool) -> Any:
     return Annotated[str | None, option(f.name, panel=panel)]
 
 
-def field_params(door: str) -> list[inspect.Parameter]:
+def _fields(door: str, only: tuple[str, ...] | None = None) -> list[Field]:
+    """The door's fields (`only` these of them, where a command takes a part of its door's question)."""
+    return [f for f in fields_of(door) if only is None or f.name in only]
+
+
+def field_params(door: str, only: tuple[str, ...] | None = None) -> list[inspect.Parameter]:
     """One keyword parameter per field of `door`, in FIELDS' order, and a hidden one per old spelling."""
     out = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=False if f.kind == "bool" else None,
-                             annotation=_annotation(f, panel=True)) for f in fields_of(door)]
+                             annotation=_annotation(f, panel=True)) for f in _fields(door, only)]
     old = [inspect.Parameter(f"{f.name}__{o}", inspect.Parameter.KEYWORD_ONLY, default=None,
                              annotation=Annotated[str | None, typer.Option("--" + o.replace("_", "-"), hidden=True)])
-           for f in fields_of(door) for o in f.old]
+           for f in _fields(door, only) for o in f.old]
     return out + old
 
 
@@ -75,12 +81,12 @@ def _old_spelling(f: Field, raw: dict[str, Any]) -> Any:
     return value
 
 
-def given_of(door: str, raw: dict[str, Any]) -> Given:
+def given_of(door: str, raw: dict[str, Any], only: tuple[str, ...] | None = None) -> Given:
     """The door's field values from a command line's raw option values: each typed one parsed by its field
     (SpecsimError naming the flag), the rest at their defaults."""
     values: dict[str, Any] = {}
     typed: set[str] = set()
-    for f in fields_of(door):
+    for f in _fields(door, only):
         value = _old_spelling(f, raw)
         if f.kind == "bool":
             values[f.name] = bool(value)
@@ -91,21 +97,27 @@ def given_of(door: str, raw: dict[str, Any]) -> Given:
             typed.add(f.name)
         else:
             values[f.name] = f.default
-    return Given(values, frozenset(typed))
+    given = Given(values, frozenset(typed))
+    if door != "evaluate":  # simulate's own body: a deployment's question only where no scenario file is given
+        return given
+    from specsim.scenario.deployment import fill
+
+    return fill(given, door)
 
 
-def fields_command(door: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Make `body(given, **own)` a command taking every field of `door` as an option beside its own options;
-    register the result with `app.command()`."""
+def fields_command(door: str, only: tuple[str, ...] | None = None
+                   ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Make `body(given, **own)` a command taking every field of `door` (`only` these) as an option beside its own
+    options; register the result with `app.command()`."""
     def wrap(body: Callable[..., None]) -> Callable[..., None]:
         hints = typing.get_type_hints(body, include_extras=True)
         own = [p.replace(annotation=hints.get(p.name, p.annotation))
                for p in inspect.signature(body).parameters.values() if p.name != "given"]
-        params = [*own, *field_params(door)]
+        params = [*own, *field_params(door, only)]
 
         @functools.wraps(body)
         def command(**raw: Any) -> None:
-            given = given_of(door, raw)
+            given = given_of(door, raw, only)
             body(given, **raw)
 
         command.__doc__ = paragraphs(body.__doc__ or "")
@@ -136,6 +148,7 @@ Tokens = Annotated[str, typer.Option("--tokens", help="new tokens per sequence (
 Engine = Annotated[str | None, option("engine", help="serving engine: vllm | sglang | trtllm | atom | hf | a version "
                                       "(specsim engines list) | a profile YAML; default: the scenario's")]
 CostModel = Annotated[str | None, option("cost_model")]
+DeploymentFile = Annotated[Path | None, option("deployment")]
 
 
 def weight_dtype(value: str | None, alias: str | None = None) -> str:
@@ -161,8 +174,15 @@ def batch_context(batch: str | int, context: str | int) -> tuple[int, int]:
     return int(FIELDS["batch"].parse(batch)), int(FIELDS["context"].parse(context))
 
 
-def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = None) -> Scenario:
-    """The scenario priced with --cost-model and run by --engine (the scenario's own where None)."""
+def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = None,
+               deployment: Path | None = None) -> Scenario:
+    """The scenario priced with --cost-model and run by --engine (the scenario's own where None), on a fitted
+    --deployment (its `deployment:` field: the scenario read again with it, scenario/deployment.py)."""
+    if deployment is not None:
+        from specsim.scenario.scenario import parse_scenario
+
+        raw = {**s.raw, "deployment": str(deployment.resolve()), **({"engine": engine} if engine else {})}
+        s, engine = parse_scenario(raw, s.path), None
     if cost_model is not None:
         s = dataclasses.replace(s, hardware=s.hardware.with_cost_model(cost_model))
     if engine is not None:

@@ -49,7 +49,7 @@ COMMAND_MODULES = {
     "evaluate": "spec", "validate": "spec", "beta": "spec",
     "hardware": "catalog", "models": "catalog", "ops": "costs", "forward": "costs", "predict": "costs",
     "engines": "engines",
-    "bench": "calib", "import": "calib", "calibrate": "calib", "calibrate-tables": "calib",
+    "fit-runs": "deploy", "bench": "calib", "import": "calib", "calibrate": "calib", "calibrate-tables": "calib",
 }
 
 

@@ -19,7 +19,7 @@ from specsim.cli._format import (
     parse_int_list,
     working,
 )
-from specsim.cli._options import CostModel, Engine, Fmt, overridden
+from specsim.cli._options import CostModel, DeploymentFile, Engine, Fmt, overridden
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
@@ -33,6 +33,7 @@ def plan(
     scenario: Path,
     engine: Engine = None,
     cost_model: CostModel = None,
+    deployment: DeploymentFile = None,
     fmt: Fmt = "table",
     engine_configs: Annotated[Path | None, typer.Option(
         "--engine-configs", help="also write each engine's configuration as DIR/<engine>.json")] = None,
@@ -45,7 +46,7 @@ def plan(
     check_format(fmt)
     if details and fmt != "table":
         raise SpecsimError(f"--details is for the table format: --format {fmt} already holds every detail")
-    s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before the spinner
+    s = overridden(load_scenario(scenario), cost_model, engine, deployment)  # bad input fails here, before the spinner
     with working(f"planning {s.name}..."):
         p = make_plan(s)
         data = plan_dict(p)
@@ -97,6 +98,7 @@ def sweep(
     max_k: Annotated[int | None, typer.Option("--max-k", help="largest k (default: the scenario's)")] = None,
     engine: Engine = None,
     cost_model: CostModel = None,
+    deployment: DeploymentFile = None,
     fmt: Fmt = "table",
     batches: Annotated[str | None, typer.Option("--batches", hidden=True)] = None,
     contexts: Annotated[str | None, typer.Option("--contexts", hidden=True)] = None,
@@ -131,7 +133,7 @@ def sweep(
         raise SpecsimError(f"--output {output}: give a .csv or .parquet name")
     with Outputs() as outs:
         staged = outs.path(output)
-        s = overridden(load_scenario(scenario), cost_model, engine)
+        s = overridden(load_scenario(scenario), cost_model, engine, deployment)
         df = sweep_frame(s, b, c, a, s.max_k if max_k is None else max_k)
         if output.suffix == ".parquet":
             try:

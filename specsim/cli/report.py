@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from specsim.cli._format import check_format, emit_summary
-from specsim.cli._options import CostModel, Engine, Fmt, overridden
+from specsim.cli._options import CostModel, DeploymentFile, Engine, Fmt, overridden
 from specsim.cli.main import app
 
 
@@ -23,6 +23,7 @@ def report(
                                                         "profile's fit (default: ../shared/reference/vidur)")] = None,
     engine: Engine = None,
     cost_model: CostModel = None,
+    deployment: DeploymentFile = None,
     fmt: Fmt = "table",
 ) -> None:
     """A capacity-planning report: the recommendation, verification cost, speedup by draft and k, the
@@ -40,7 +41,8 @@ def report(
     check_format(fmt)
     t0 = time.perf_counter()
     check_folder_target(output, OUTPUTS)
-    s = overridden(load_scenario(scenario), cost_model, engine)  # bad input fails here, before any progress bar or file
+    # bad input fails here, before any progress bar or file
+    s = overridden(load_scenario(scenario), cost_model, engine, deployment)
     console = Console(file=sys.stderr)
     with Progress(TextColumn("[bold]report[/bold] {task.description:<26}"), BarColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:

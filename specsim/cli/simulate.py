@@ -84,6 +84,10 @@ def simulate(
     opts = _Options.parse(fmt, backend, jobs, timeseries, sweep_rates, sweep_policies, given["policy"],
                           sweep_drafts, concurrency, plot)
     _check_applies(typed, scenario is not None, opts, compare)
+    if scenario is None:  # a fitted deployment's question fills what the flags leave (a file's fields stand)
+        from specsim.scenario.deployment import fill
+
+        given = fill(given, "simulate")
     s, draft, drafts = _scenario(scenario, given, opts)
     if scenario is None:
         if given.given("rate"):  # one open-loop rate: a one-point rate sweep

@@ -150,9 +150,11 @@ def run_bands(o: Outcome, client: str) -> dict[str, Any]:
     on / off throughput ratio: the acceptance's band (the draft's prior; none when given) and the engine's
     measured cost spread."""
     from specsim.scenario.traffic import Saturated
-    from specsim.step.bands import step_bands
+    from specsim.step.bands import load_spread, step_bands
 
     st = o.setup
+    cal = st.target.calibration
+    spread = load_spread().fitted(st.target.engine.name, cal.sigma_log if cal else None)
     out: dict[str, Any] = {}
     # open-loop arrivals set the throughput (below saturation): only the times per token move
     banded = _BANDED if isinstance(st.traffic.arrivals, Saturated) else {
@@ -162,13 +164,13 @@ def run_bands(o: Outcome, client: str) -> dict[str, Any]:
         tau = float(v.get("acceptance_length") or 1.0) if r.policy.enabled else 1.0
         low, high = st.draft.tau_band(max(1, r.policy.max_k), tau, exact=False) if r.policy.enabled else (tau, tau)
         central = {"tokens_per_step": np.array([tau]), **{k: np.array([_number(v[k]) or np.nan]) for k in banded}}
-        b = step_bands(central, np.array([low]), np.array([high]), st.target.engine.name, banded=banded)
+        b = step_bands(central, np.array([low]), np.array([high]), st.target.engine.name, spread, banded=banded)
         out[_run_name(r)] = {k: [float(b.low[k][0]), float(b.high[k][0])] for k in banded}
         if r.policy.enabled and o.off is not None and "output_tok_s" in banded:
             ratio = (_number(v["output_tok_s"]) or np.nan) / (_number(run_values(o.off, st.gpus_per_replica, client)[
                 "output_tok_s"]) or np.nan)
             rb = step_bands({"tokens_per_step": np.array([tau]), "ratio": np.array([ratio])}, np.array([low]),
-                            np.array([high]), st.target.engine.name, banded={"ratio": (1, "speedup")})
+                            np.array([high]), st.target.engine.name, spread, banded={"ratio": (1, "speedup")})
             out["on_off_output_tok_s"] = [float(rb.low["ratio"][0]), float(rb.high["ratio"][0])]
     return out
 

@@ -14,8 +14,8 @@ from specsim.plan.candidates import evaluate_draft
 from specsim.plan.decide import decide, objective_total
 from specsim.plan.result import BandCase, BandChoice, BandDecision, Threshold
 from specsim.scenario.scenario import Scenario
-from specsim.step.bands import step_bands
-from specsim.step.evaluate import Target
+from specsim.step.bands import spread_for, step_bands
+from specsim.step.evaluate import StepCalibration, Target
 from specsim.step.policy import Config
 
 
@@ -92,7 +92,8 @@ def robust(central: BandChoice, cases: tuple[BandCase, ...], speculating: bool) 
 
 
 def best_curve_band(d: Draft, configs: list[Config], speed: np.ndarray, tau: np.ndarray, spec: list[int],
-                    engine: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    engine: str, calibration: StepCalibration | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A draft's best speculative configuration per batch (`speed`: speedup [config, batch], NaN where it does not
     fit; `tau`: each configuration's tokens per step; `spec`: the speculative configurations) and that curve's 80%
     band: the best configuration's acceptance band and the engine's speedup spread (step/bands.py)."""
@@ -102,7 +103,7 @@ def best_curve_band(d: Draft, configs: list[Config], speed: np.ndarray, tau: np.
     pick = np.asarray(spec)[np.argmax(masked, axis=0)]
     ends = np.array([d.tau_band(configs[i].k, float(tau[i]), exact=not configs[i].is_tree) for i in pick])
     b = step_bands({"tokens_per_step": tau[pick], "speedup": best}, ends[:, 0], ends[:, 1], engine,
-                   banded={"speedup": (1, "speedup")})
+                   spread_for(engine, calibration), banded={"speedup": (1, "speedup")})
     return best, b.low["speedup"], b.high["speedup"]
 
 

@@ -102,7 +102,7 @@ def target_of(s: Scenario) -> Target:
     engine = getattr(s, "engine", None)
     extra = {"engine": engine} if engine is not None else {}
     return Target(s.hardware, s.model, s.tp, s.weight_dtype, s.kv_dtype, s.memory_utilization, **extra,
-                  layout=getattr(s, "layout", None))
+                  layout=getattr(s, "layout", None), calibration=getattr(s, "calibration", None))
 
 
 def prior_notes(drafts: list[Draft] | tuple[Draft, ...], chosen: Draft | None) -> tuple[list[str], list[str]]:

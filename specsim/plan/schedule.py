@@ -169,5 +169,6 @@ def pays_and_crossover(t: Target, d: Draft, s: Scenario) -> tuple[list[tuple[int
         speed = np.where(ev.feasible, ev.values["speedup"], np.nan).reshape(per) @ w
         tau = ev.values["tokens_per_step"][:, 0]
         plain_fits = ev.feasible[0].reshape(per[1:]).all(-1)
-        band = crossover_band(grid, plain_fits, *best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name))
+        curve = best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name, s.calibration)
+        band = crossover_band(grid, plain_fits, *curve)
     return pays, (int(after[0]) if after.size else None), band

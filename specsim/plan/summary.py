@@ -17,6 +17,7 @@ from specsim.plan.engine_configs import engine_configs
 from specsim.plan.result import FIELDS, Plan
 from specsim.records import to_record
 from specsim.step.bands import gain_band as _gain_band
+from specsim.step.bands import spread_for
 from specsim.step.policy import Segment
 
 NAMES = {"none": "no speculation", "draft_model": "a draft model", "ngram": "prompt lookup (n-gram)",
@@ -112,12 +113,19 @@ def band_sentence(plan: Plan) -> str:
     return "depends on acceptance: " + "; ".join(parts) + " - measure first"
 
 
+def _calibrated(cal: object) -> list[str]:
+    """The note of a step calibrated to a fitted deployment (scenario/deployment.py)."""
+    label = getattr(cal, "label", None)
+    return [f"step calibrated to a fitted deployment's runs: {label}"] if label else []
+
+
 def gain_band(plan: Plan) -> tuple[float, float]:
     """The plan's gain at its 80% band's ends: the chosen policy's gain at the acceptance band's ends and the
     engine's measured speedup spread, combined (step/bands.py)."""
     band = plan.band
-    return _gain_band(plan.gain, band.low.gain if band else None, band.high.gain if band else None,
-                      plan.scenario.engine.name)
+    engine = plan.scenario.engine.name
+    return _gain_band(plan.gain, band.low.gain if band else None, band.high.gain if band else None, engine,
+                      spread_for(engine, plan.scenario.calibration))
 
 
 def _gain_text(plan: Plan, latency: bool) -> str:
@@ -251,7 +259,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                                          dynamic_profile=to_record(plan.dynamic_profile),
                                          chain_policy=plan.chain_policy.records() if plan.chain_policy else None,
                                          hopper_fa3=s.hardware.is_hopper),
-        "notes": list(plan.notes),
+        "notes": [*plan.notes, *_calibrated(plan.scenario.calibration)],
         "details": list(plan.details),
     }
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from specsim.report.context import Ctx, Progress, Section, make_ctx
 from specsim.report.fleet import fleet
 from specsim.report.sections.capacity import capacity_section
+from specsim.report.sections.deployment import deployment_section
 from specsim.report.sections.heatmap import heatmap_section
 from specsim.report.sections.memory import memory_section
 from specsim.report.sections.plan import header, plan_section
@@ -48,6 +49,9 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
                 runs = start_serving(c)
             rm = rate_model(c) if s.arrival is not None else None
             sections = [plan_section(c)]
+            fitted = deployment_section(c)  # the deployment's runs, where the scenario stands on one
+            if fitted is not None:
+                sections.append(fitted)
             for step, fn in ((STEPS[1], verification_section), (STEPS[2], speedup_section),
                              (STEPS[3], heatmap_section)):
                 tick(step)

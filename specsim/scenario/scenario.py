@@ -24,10 +24,11 @@ from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
 from specsim.fields import FIELDS, MAX_TOKENS, unknown_names
 from specsim.files import is_file, read_yaml_mapping
+from specsim.scenario.deployment import apply_to_mapping
 from specsim.scenario.sections import ServingSpec, TrafficSpec, parse_sections
 from specsim.scenario.traffic import TraceArrivals
 from specsim.scenario.where import Where, yaml_lines
-from specsim.step.evaluate import DEFAULT_ENGINE, bundled_engine
+from specsim.step.evaluate import DEFAULT_ENGINE, StepCalibration, bundled_engine
 
 OBJECTIVES = ("throughput", "latency", "slo")
 MAX_CONTEXT = MAX_TOKENS  # tokens; a bound on input, not on what fits (the planner checks memory)
@@ -80,6 +81,7 @@ class Scenario(Placed):
     layout: Layout | None = None  # DP attention, EP, pipeline, context parallelism beside tp (None: tp alone)
     traffic: TrafficSpec | None = field(default=None, compare=False)  # `traffic:` (specsim simulate)
     serving: ServingSpec | None = field(default=None, compare=False)  # `serving:` (specsim simulate)
+    calibration: StepCalibration | None = None  # a fitted deployment's (scenario/deployment.py)
 
 
 def _num(data: dict[str, Any], key: str, where: str, default: float | None = None, lo: float | None = None,
@@ -293,6 +295,7 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
     errors is told the first."""
     _check_fields(data, where)
     base = Path(where).parent
+    data, calibration = apply_to_mapping(data, where, base)
     try:
         hw = load_hardware(_relative(data["hardware"], base))
         if data.get("cost_model") is not None:  # the field --cost-model overrides (specsim/fields.py)
@@ -331,7 +334,7 @@ def parse_scenario(data: dict[str, Any], where: str, lines: dict[str, int] | Non
         memory_utilization=_real(data, "memory_utilization", where, 0.9, lo=0.05, hi=1.0),
         drafts=drafts, buckets=buckets, arrival=arrival,
         gpu_hour_usd=_num(data, "gpu_hour_usd", where, None, lo=0), path=where, raw=data, engine=engine,
-        traffic=traffic, serving=serving, layout=layout,
+        traffic=traffic, serving=serving, layout=layout, calibration=calibration,
     )
 
 

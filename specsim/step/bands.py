@@ -15,12 +15,14 @@ distribution function), vectorised over rows.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -46,6 +48,20 @@ class Spread:
     def sigma(self, table: dict[str, float], engine: str) -> float:
         """An engine family's spread, else the largest measured (an unmeasured engine)."""
         return table.get(family(engine), max(table.values()))
+
+    def fitted(self, engine: str, sigma: float | None) -> Spread:
+        """The spread with a fitted deployment's error (StepCalibration.sigma_log) for the engine's cost spreads
+        (None: as it stands)."""
+        if sigma is None:
+            return self
+        return dataclasses.replace(self, speedup_sigma={family(engine): sigma}, step_sigma={family(engine): sigma},
+                                   source=f"{self.source}; cost spread of the fitted deployment")
+
+
+def spread_for(engine: str, calibration: Any = None) -> Spread:
+    """The spreads a band of this engine's figures takes: the measured ones, or a fitted deployment's
+    (StepCalibration.sigma_log) where the step is calibrated."""
+    return load_spread().fitted(engine, getattr(calibration, "sigma_log", None))
 
 
 def family(engine: str) -> str:

@@ -36,6 +36,24 @@ def bundled_engine(name: str = DEFAULT_ENGINE) -> EngineProfile:
 
 
 @dataclass(frozen=True)
+class StepCalibration:
+    """What a deployment's own benchmark runs say about its steps beyond the engine's profile
+    (`specsim fit-runs`, advise/fit_runs.py): a host cost every decode step pays on top of the profile's, and
+    scales on the target's decode passes (plain and verification) and on the drafting loop. The identity
+    (0, 1, 1) prices the profile as it stands. Prefill passes are not scaled (decode runs do not identify them)."""
+
+    host_ms: float = 0.0
+    pass_scale: float = 1.0
+    draft_scale: float = 1.0
+    #: the 1-sd log error of a figure priced with it (the fit's; the bands take it for the engine's cost spread)
+    sigma_log: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"host {self.host_ms:+.3g} ms, decode passes x{self.pass_scale:.3g}, draft x{self.draft_scale:.3g}"
+
+
+@dataclass(frozen=True)
 class Target(Placed):
     """The serving setup a draft is judged on: hardware, model, parallelism, dtypes and the engine
     that runs it (vLLM unless said otherwise)."""
@@ -49,6 +67,8 @@ class Target(Placed):
     engine: EngineProfile = field(default_factory=bundled_engine)
     #: the whole parallel layout (cost/layout.py) where it is more than tensor parallelism; `tp` is its tp
     layout: Layout | None = None
+    #: a fitted deployment's step calibration (StepCalibration), None: the profile as it stands
+    calibration: StepCalibration | None = None
 
     def __post_init__(self) -> None:
         # `native`: the checkpoint's own formats (its quantization_config), resolved once here
@@ -96,9 +116,11 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     scheduling (vllm PR #31998). `verify_tokens_per_seq` overrides the draft's own (a user's tree file)."""
     kk, b, ctx = (np.asarray(a, dtype=float) for a in (k, batch, context_len))
     hw, m, e = t.hardware, t.model, t.engine
+    cal = t.calibration or StepCalibration()
     run = (hw, m)
-    base_pass = pass_time_s(e, *run, b, 1.0, ctx, t.par, t.weight_dtype, t.kv_dtype)
-    base = step_time_s(e, base_pass, b, speculative=False)
+    base_pass = pass_time_s(e, *run, b, 1.0, ctx, t.par, t.weight_dtype, t.kv_dtype) * cal.pass_scale
+    # a fitted host cost may be negative (the profile's host work overstated), never below the kernels' own time
+    base = np.maximum(step_time_s(e, base_pass, b, speculative=False) + cal.host_ms * 1e-3, base_pass)
     plain = (kk <= 0) | (not d.speculates)
     if not d.speculates or not np.any(~plain):
         zero = np.zeros(np.broadcast_shapes(kk.shape, np.shape(base)))
@@ -107,15 +129,17 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     q = np.where(plain, 1.0, q)
     loop = e.eager_loop is not None and d.method in e.eager_loop.methods
     run_e = gpu_only(e) if loop else e  # eager loops: kernels here, the host side per cycle below
-    verify = _verify_time_s(run_e, t, b, q, ctx)
-    draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.par, t.weight_dtype, t.kv_dtype)
+    verify = _verify_time_s(run_e, t, b, q, ctx) * cal.pass_scale
+    draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.par, t.weight_dtype, t.kv_dtype) \
+        * cal.draft_scale
     # the rejection sampler reads the tokens actually drafted (an n-gram request without a match drafts none)
     drafted = np.where(plain, 0.0, q - 1.0) if d.family.drafts_on_match else kk
     device = draft + verify + overhead_time_s(t, b, drafted) + e.verify_host_ops * e.eager_op_us * US
     if loop:
         # an eager loop's cycle: the slower of its kernels and its host dispatch (measured op counts)
         device = np.maximum(device, eager_cycle_host_s(e, d.method, m, np.maximum(kk, 1.0), d.model))
-    step = step_time_s(e, device, b, speculative=True, sync=d.family.host_drafter)
+    step = np.maximum(step_time_s(e, device, b, speculative=True, sync=d.family.host_drafter) + cal.host_ms * 1e-3,
+                      device)
     draft = np.where(plain, 0.0, draft)
     verify = np.where(plain, base_pass, verify)
     over = np.where(plain, base - base_pass, step - draft - verify)

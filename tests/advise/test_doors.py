@@ -23,6 +23,7 @@ TREE = str(ROOT / "tests" / "data" / "tree_seed.yaml")
 BARE = str(ROOT / "tests" / "data" / "tree_bare.yaml")  # a tree shape without its acceptance table
 METRICS = str(ROOT / "examples" / "vllm_metrics.txt")
 ABSTRACT = {"draft_cost_ratio": "0.05", "alpha": "0.8", "k": "4"}
+DEPLOYMENT = str(ROOT / "tests" / "data" / "deployment_llama8b_h100.yaml")
 
 #: per evaluate field: a question that sets it (to a value other than its default)
 CASES: dict[str, dict[str, str]] = {
@@ -38,6 +39,7 @@ CASES: dict[str, dict[str, str]] = {
     "cp": {**BASE, "tp": "2", "cp": "2"},
     "layer_split": {**BASE, "pp": "2", "layer_split": "true"},
     "engine": {**BASE, "engine": "sglang"},
+    "deployment": {**BASE, "deployment": DEPLOYMENT},
     "cost_model": {**BASE, "cost_model": "table"},
     "draft": {**BASE, "draft": "llama-3.2-1b"},
     "k": {**BASE, "k": "5"},

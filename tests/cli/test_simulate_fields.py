@@ -25,6 +25,9 @@ BASE: dict[str, Any] = {
 }
 
 
+DEPLOYMENT = str(Path(__file__).resolve().parents[1] / "data" / "deployment_llama8b_h100.yaml")
+
+
 def _set(path: str, value: Any) -> Any:
     """An edit of BASE: `value` at the dotted `path` (drafts.0.topk: the first draft's)."""
     def edit(data: dict[str, Any]) -> None:
@@ -99,6 +102,7 @@ CASES: dict[str, tuple[list[str], Any]] = {
     "duration": (["--duration", "3"], _sets(lambda d: d["traffic"].pop("num_requests"),
                                            _set("traffic.duration_s", 3.0))),
     "seed": (["--seed", "3"], _set("traffic.seed", 3)),
+    "deployment": (["--deployment", DEPLOYMENT], _set("deployment", DEPLOYMENT)),
     "max_num_seqs": (["--max-num-seqs", "1"], _set("serving.max_num_seqs", 1)),
     "policy": (["--policy", "k=2,off>1"], _set("serving.speculation", "k=2,off>1")),
     "target_rate": (["--target-rate", "5"], _set("serving.target_rate_rps", 5.0)),

@@ -119,7 +119,7 @@ def _speedup_band(c: Ctx, r: dict[str, Any]) -> tuple[float, float]:
     """A bucket row's speedup at its 80% band's ends (its draft's acceptance band and the engine's spread)."""
     import numpy as np
 
-    from specsim.step.bands import step_bands
+    from specsim.step.bands import spread_for, step_bands
 
     d = next((x for x in c.s.drafts if x.label == r["draft"]), None)
     tau, sp = float(r["tokens_per_step"]), float(r["speedup"])
@@ -127,7 +127,7 @@ def _speedup_band(c: Ctx, r: dict[str, Any]) -> tuple[float, float]:
         return sp, sp
     lo, hi = d.tau_band(int(r["k"]), tau, exact=not r.get("num_draft_tokens"))
     b = step_bands({"tokens_per_step": np.array([tau]), "speedup": np.array([sp])}, np.array([lo]), np.array([hi]),
-                   c.s.engine.name, banded={"speedup": (1, "speedup")})
+                   c.s.engine.name, spread_for(c.s.engine.name, c.s.calibration), banded={"speedup": (1, "speedup")})
     return float(b.low["speedup"][0]), float(b.high["speedup"][0])
 
 

@@ -98,7 +98,7 @@ def speedup_panels(c: Ctx) -> tuple[list[fg.SpeedupPanel], bool]:
         band: tuple[np.ndarray, np.ndarray] | None = None
         best = np.full(nb, np.nan)
         if spec:
-            best, low, high = best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name)
+            best, low, high = best_curve_band(d, ev.configs, speed, tau, spec, s.engine.name, s.calibration)
             band = (low, high)
         pts = [fg.BucketPoint(bp.bucket.name, float(bp.bucket.batch),
                               float(sum(r.share * r.speedup for r in bp.rows)),

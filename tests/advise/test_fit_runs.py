@@ -1,0 +1,112 @@
+"""fit-runs: a deployment fitted to its runs recovers the step it was measured with, refuses what the runs cannot
+identify, and every command prices with it. The runs here are simulated at a known calibration (the independent
+route: the simulation that wrote them, at parameters the fit never sees), written as vLLM's client writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specsim.advise.benchmark import BenchmarkFlags
+from specsim.advise.fit_runs import Point, fit_deployment, simulate_points
+from specsim.errors import SpecsimError
+from specsim.step.evaluate import StepCalibration
+from tests._cli import run
+
+FLAGS = BenchmarkFlags(hardware="h100-sxm", model="llama-3.1-8b", drafts=("eagle3",), k=3, input_len=256,
+                       output_len=64)
+TRUE = StepCalibration(0.8, 1.2, 0.7)
+TAU = 2.6
+LOADS = (1, 8, 64)
+
+
+@pytest.fixture(scope="module")
+def measured() -> list[Point]:
+    """Both arms at three loads, simulated at TRUE with TAU tokens per step."""
+    pts = [Point(arm, c, 256, 64, 1.0, 1.0, 4 * c) for arm in ("off", "on") for c in LOADS]
+    sim = simulate_points(FLAGS, TRUE, TAU, pts)
+    return [Point(p.arm, p.concurrency, 256, 64, float(s[0]), float(s[1]), p.num_prompts, f"{p.arm}{p.concurrency}")
+            for p, s in zip(pts, sim, strict=True)]
+
+
+def test_fit_recovers_the_step_it_was_measured_with(measured: list[Point]) -> None:
+    ends = [p for p in measured if p.concurrency in (1, 64)]
+    d = fit_deployment(FLAGS, ends, tau_measured=TAU).deployment
+    assert d.calibration.pass_scale == pytest.approx(TRUE.pass_scale, rel=0.03)
+    assert d.calibration.draft_scale == pytest.approx(TRUE.draft_scale, rel=0.05)
+    assert d.calibration.host_ms == pytest.approx(TRUE.host_ms, abs=0.15)
+    assert d.acceptance_source == "counters"
+    # the load between, never fitted, predicted to within a percent of the simulation that wrote it
+    mid = [p for p in measured if p.concurrency == 8]
+    pred = simulate_points(FLAGS, d.calibration, TAU, mid)
+    for p, (tok, tpot, _) in zip(mid, pred, strict=True):
+        assert tok == pytest.approx(p.output_tok_s, rel=0.02)
+        assert tpot == pytest.approx(p.tpot_mean_ms, rel=0.02)
+
+
+def test_without_counters_the_acceptance_is_fitted(measured: list[Point]) -> None:
+    ends = [p for p in measured if p.concurrency in (1, 64)]
+    d = fit_deployment(FLAGS, ends).deployment
+    assert d.acceptance_source == "fitted"
+    assert d.calibration.draft_scale == d.calibration.pass_scale  # tied: the runs cannot separate the two
+    tau = 1.0 + sum(__import__("numpy").cumprod(d.alphas))
+    assert 1.5 < tau < FLAGS.k + 1  # a real acceptance, not a bound
+
+
+@pytest.mark.parametrize(("loads", "counters", "words"), [
+    ({"off": (8,), "on": (1, 64)}, True, r"spec-off arm at one load \(concurrency 8\)"),
+    ({"on": (1, 64)}, False, "without a spec-off arm the acceptance must be measured"),
+    ({"on": (8,)}, True, "spec-on arm at one load"),
+    ({}, False, "no runs given"),
+])
+def test_refuses_what_the_runs_cannot_identify(loads: dict[str, tuple[int, ...]], counters: bool,
+                                               words: str) -> None:
+    pts = [Point(arm, c, 256, 64, 100.0, 10.0) for arm, cs in loads.items() for c in cs]
+    with pytest.raises(SpecsimError, match=words):
+        fit_deployment(FLAGS, pts, tau_measured=TAU if counters else None)
+
+
+def _vllm_json(path: Path, p: Point) -> Path:
+    """A result in the keys `vllm bench serve --save-result` writes (vllm/benchmarks/serve.py)."""
+    n = p.num_prompts or 1
+    duration = n * p.output_len / p.output_tok_s
+    path.write_text(json.dumps({
+        "date": "20261207-120000", "endpoint_type": "vllm", "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B",
+        "tokenizer_id": "meta-llama/Llama-3.1-8B", "num_prompts": n, "request_rate": "inf", "burstiness": 1.0,
+        "max_concurrency": p.concurrency, "duration": duration, "completed": n, "failed": 0,
+        "total_input_tokens": n * p.input_len, "total_output_tokens": n * p.output_len,
+        "request_throughput": n / duration, "output_throughput": p.output_tok_s,
+        "total_token_throughput": n * (p.input_len + p.output_len) / duration,
+        "mean_ttft_ms": 20.0, "median_ttft_ms": 20.0, "mean_tpot_ms": p.tpot_mean_ms,
+        "median_tpot_ms": p.tpot_mean_ms, "mean_itl_ms": p.tpot_mean_ms}))
+    return path
+
+
+def test_fit_runs_end_to_end(measured: list[Point], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = {p.label: _vllm_json(tmp_path / f"{p.label}.json", p) for p in measured}
+    dep = tmp_path / "deployment.yaml"
+    code, out, err = run(capsys, "fit-runs", "-H", "h100-sxm", "-d", "eagle3", "-k", "3",
+                         "--off", str(files["off1"]), "--off", str(files["off64"]),
+                         "--on", str(files["on1"]), "--on", str(files["on64"]),
+                         "--acceptance-length", str(TAU), "-o", str(dep))
+    assert code == 0, err
+    assert "decode passes" in out and dep.exists()
+    # evaluate prices the deployment's own question, calibrated, and says so
+    code, out, err = run(capsys, "evaluate", "--deployment", str(dep), "-b", "8", "-f", "json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["priced_calibration"].startswith("host +0.")
+    assert answer["priced_model"] == "llama-3.1-8b"
+    # simulate predicts the load that was not run, close to what the runs' simulation measured there
+    code, out, err = run(capsys, "simulate", "--deployment", str(dep), "--concurrency", "8", "--requests", "32",
+                         "-f", "json")
+    assert code == 0, err
+    on8 = next(p for p in measured if p.label == "on8")
+    rows = json.loads(out)["rows"]
+    spec = next(r for r in rows if r["draft"] != "none")
+    assert spec["output_tok_s"] == pytest.approx(on8.output_tok_s, rel=0.03)
+    # another deployment's question is refused in one line, naming both
+    code, out, err = run(capsys, "evaluate", "--deployment", str(dep), "-H", "h200", "-b", "8")
+    assert code == 2 and "another deployment" in err and len(err.strip().splitlines()) == 1
