@@ -146,6 +146,18 @@ def run_loglog(corpus: pd.DataFrame) -> tuple[list[dict[str, object]], list[str]
     return rows, []
 
 
+def _band_sigma(flags, d) -> float:  # type: ignore[no-untyped-def]
+    """The spread the tool's bands take for the deployment's own draft: the fit's, or, where the runs did not
+    measure it speculating, the engine's measured step spread (scenario/deployment.py calibration_for)."""
+    from specsim.advise.fit_runs import _setup
+    from specsim.step.bands import spread_for
+
+    engine = _setup(flags).target.engine.name
+    cal = d.calibration_for(d.draft)
+    return cal.sigma_log if cal.sigma_log is not None else spread_for(engine).sigma(spread_for(engine).step_sigma,
+                                                                                    engine)
+
+
 def run_off_counters(corpus: pd.DataFrame) -> tuple[list[dict[str, object]], list[str]]:
     rows, notes = [], []
     for key, g in corpus.groupby(_deployment(corpus), sort=False):
@@ -165,7 +177,7 @@ def run_off_counters(corpus: pd.DataFrame) -> tuple[list[dict[str, object]], lis
         on = _points(g, ("on",), flags)
         pred = simulate_points(flags, fit.deployment.calibration, tau, on)
         off_fit = _points(g, ("off",), flags)
-        rows += [{**r, "dep": str(key)} for r in _score(fit.deployment.sigma_log, on, pred)]
+        rows += [{**r, "dep": str(key)} for r in _score(_band_sigma(flags, fit.deployment), on, pred)]
         rows += [{**r, "dep": str(key), "fitted": True} for r in _score(0.0, off_fit, fit.predicted)]
     return rows, notes
 

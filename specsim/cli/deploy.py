@@ -61,7 +61,7 @@ def _acceptance(metrics: Path | None, before: Path | None, log: Path | None, run
     if metrics is not None:
         reading = load_metrics_window(before, metrics) if before is not None else load_metrics(metrics)
         prof = reading.profile(k)
-        kk = min(k or len(prof.rates_for(1)), prof.max_k if prof.max_k else k or 1)
+        kk = prof.max_k if prof.max_k is not None else int(k or 1)  # the positions measured (an i.i.d. fit: k)
         return tuple(float(a) for a in prof.rates_for(kk)), float(reading.mean_length), str(metrics)
     if log is not None:
         from specsim.calibration.runs import read_server_log
@@ -115,10 +115,10 @@ def fit_runs(
         "deployment.yaml"),
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
 ) -> None:
-    """Fit a deployment to its own benchmark runs: the engine's per-step host cost and the scale of its decode
-    passes (from the spec-off arm at two or more concurrencies), the draft's cost and the acceptance (from the
-    spec-on arm, and the engine's counters where given), with their uncertainty and each run's residual. Writes a
-    deployment file that evaluate, simulate, plan and report take as --deployment."""
+    """Fit a deployment to its own benchmark runs: the engine's per-step host cost and the scale of its decode passes
+    (from the spec-off arm at two or more loads), the speculative step's own host cost and verification scale (from
+    the spec-on arm, its acceptance counted) or else the acceptance, with their uncertainty and each run's residual.
+    Writes a deployment file that evaluate, simulate, plan and report take as --deployment."""
     from specsim.advise.fit_runs import fit_deployment
     from specsim.files import check_target, write_outputs
     from specsim.scenario.deployment import deployment_text
@@ -152,7 +152,9 @@ def _render(m: dict[str, Any], source: str, output: Path, fmt: str) -> None:
     print(f"deployment fitted to {len(m['residuals'])} runs -> {output}")
     print(f"  host cost per step   {c['host_ms']:+.3f} ms{sd('host_ms')} beyond the engine profile's")
     print(f"  decode passes        x{c['pass_scale']:.3f}{sd('pass_scale')}")
-    print(f"  drafting loop        x{c['draft_scale']:.3f}{sd('draft_scale')}")
+    if "spec_host_ms" in unc:
+        print(f"  speculative step     {c['spec_host_ms']:+.3f} ms{sd('spec_host_ms')} beyond that, verification "
+              f"x{c['verify_scale']:.3f}{sd('verify_scale')}")
     k = int(m["question"].get("k") or 1)
     alphas = m["acceptance"]["alphas"][:k]
     if alphas:

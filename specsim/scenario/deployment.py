@@ -6,8 +6,9 @@ The file states, in the one vocabulary of specsim/fields.py:
   client's lengths). At a door these fill every field the user did not give; a field that names the deployment
   (TARGET) given with another value asks about another deployment and is refused, since the calibration holds
   only where it was measured.
-- `calibration`: the step's host cost beyond the engine profile's and the scales on the target's decode passes
-  and on the drafting loop (step/evaluate.py StepCalibration). The draft's scale applies to the draft measured.
+- `calibration`: the step's host cost beyond the engine profile's, the scale on the target's decode passes, and
+  the speculative step's own host cost and verification scale (step/evaluate.py StepCalibration). The speculative
+  step's host cost holds the measured draft's fixed costs: it applies to that draft only.
 - `acceptance`: the conditional acceptance rate per position of the draft measured (from the engine's counters,
   or fitted to the runs), used wherever that draft is asked without an acceptance of its own.
 - `uncertainty`: each parameter's standard deviation and `sigma_log`, the 1-sd error of a predicted serving
@@ -58,18 +59,20 @@ class Deployment:
         return str(self.question.get("draft") or "")
 
     def calibration_for(self, draft: str | None) -> StepCalibration:
-        """The calibration for a question about `draft`: the draft's scale only for the draft the runs measured;
-        the fit's error for the bands only where the runs measured that draft speculating (else None: the
-        engine's measured spreads, since the speculative step was not fitted)."""
+        """The calibration for a question about `draft`: the speculative step's own host cost (which holds the measured
+        draft's fixed costs) only for the draft the runs measured; the fit's error for the bands only where the runs
+        measured that draft speculating (else None: the engine's measured spreads, since the speculative step was
+        not fitted)."""
         if "on" in self.arms and (draft is None or draft.strip().lower() == self.draft.lower()):
             return self.calibration
-        return dataclasses.replace(self.calibration, draft_scale=1.0, sigma_log=None)
+        return dataclasses.replace(self.calibration, spec_host_ms=0.0, sigma_log=None)
 
     def mapping(self) -> dict[str, Any]:
         """The file's content (module docstring)."""
         c = self.calibration
         return {"format": FORMAT, "question": dict(self.question), "arms": list(self.arms),
-                "calibration": {"host_ms": c.host_ms, "pass_scale": c.pass_scale, "draft_scale": c.draft_scale},
+                "calibration": {"host_ms": c.host_ms, "pass_scale": c.pass_scale, "verify_scale": c.verify_scale,
+                                "spec_host_ms": c.spec_host_ms},
                 "acceptance": {"source": self.acceptance_source, "alphas": list(self.alphas)},
                 "uncertainty": {"sigma_log": self.sigma_log, **{k: dict(v) for k, v in self.parameters.items()}},
                 "residuals": [dict(r) for r in self.residuals], "runs": list(self.runs)}
@@ -118,9 +121,12 @@ def _parse(path: Path) -> Deployment:
         raise SpecsimError(f"{where}: acceptance.alphas must be rates in [0, 1]")
     unc = dict(data.get("uncertainty") or {})
     sigma = _number(unc, "sigma_log", f"{where}: uncertainty", 0.0, 10.0)
-    calibration = StepCalibration(_number(cal, "host_ms", f"{where}: calibration", -1e3, 1e4),
-                                  _number(cal, "pass_scale", f"{where}: calibration", 1e-3, 1e3),
-                                  _number(cal, "draft_scale", f"{where}: calibration", 1e-3, 1e3), sigma)
+    if bad := sorted(set(map(str, cal)) - {"host_ms", "pass_scale", "verify_scale", "spec_host_ms"}):
+        raise SpecsimError(f"{where}: calibration: unknown key {bad[0]!r}")
+    at = f"{where}: calibration"
+    calibration = StepCalibration(_number(cal, "host_ms", at, -1e3, 1e4), _number(cal, "pass_scale", at, 1e-3, 1e3),
+                                  _number({"verify_scale": 1.0, **cal}, "verify_scale", at, 1e-3, 1e3),
+                                  _number({"spec_host_ms": 0.0, **cal}, "spec_host_ms", at, -1e3, 1e4), sigma)
     return Deployment(question, calibration, alphas, str(acc.get("source") or ""), sigma,
                       {k: dict(v) for k, v in unc.items() if isinstance(v, dict)},
                       tuple(data.get("residuals") or ()), tuple(map(str, data.get("runs") or ())), where,
@@ -202,8 +208,7 @@ def apply_to_mapping(data: dict[str, Any], where: str, base: Path) -> tuple[dict
         if str(x.get("method", "")).lower() == d.draft.lower() and "acceptance" not in x and d.alphas:
             x["acceptance"] = {"alphas": list(d.alphas)}
     out["drafts"] = drafts
-    # the calibration is the target's, one for the scenario: the draft's scale only where every draft is the one
-    # measured (where the runs tied it to the passes' scale, it is the target's and holds for any draft)
+    # the calibration is the target's, one for the scenario: the speculative step's own host cost only where every
+    # draft is the one measured
     methods = {str(x.get("method", "")).lower() for x in drafts} - {"none"}
-    tied = d.calibration.draft_scale == d.calibration.pass_scale
-    return out, d.calibration_for(d.draft if methods <= {d.draft.lower()} or tied else "")
+    return out, d.calibration_for(d.draft if methods <= {d.draft.lower()} else "")

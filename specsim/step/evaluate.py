@@ -38,19 +38,24 @@ def bundled_engine(name: str = DEFAULT_ENGINE) -> EngineProfile:
 @dataclass(frozen=True)
 class StepCalibration:
     """What a deployment's own benchmark runs say about its steps beyond the engine's profile
-    (`specsim fit-runs`, advise/fit_runs.py): a host cost every decode step pays on top of the profile's, and
-    scales on the target's decode passes (plain and verification) and on the drafting loop. The identity
-    (0, 1, 1) prices the profile as it stands. Prefill passes are not scaled (decode runs do not identify them)."""
+    (`specsim fit-runs`, advise/fit_runs.py): from the spec-off arm, a host cost every decode step pays on top of
+    the profile's and a scale on the target's decode passes (the drafting loop's too: the same GPU and engine);
+    from the spec-on arm, a host cost a speculative step pays beyond that and a scale on the verification pass
+    beyond the passes' (its B x (k + 1) tokens). The defaults price the profile as it stands. Prefill passes are
+    not scaled (decode runs do not identify them)."""
 
     host_ms: float = 0.0
     pass_scale: float = 1.0
-    draft_scale: float = 1.0
+    verify_scale: float = 1.0
+    spec_host_ms: float = 0.0
     #: the 1-sd log error of a figure priced with it (the fit's; the bands take it for the engine's cost spread)
     sigma_log: float | None = None
 
     @property
     def label(self) -> str:
-        return f"host {self.host_ms:+.3g} ms, decode passes x{self.pass_scale:.3g}, draft x{self.draft_scale:.3g}"
+        spec = (f", speculative step {self.spec_host_ms:+.3g} ms, verification x{self.verify_scale:.3g}"
+                if (self.spec_host_ms, self.verify_scale) != (0.0, 1.0) else "")
+        return f"host {self.host_ms:+.3g} ms, decode passes x{self.pass_scale:.3g}" + spec
 
 
 @dataclass(frozen=True)
@@ -129,17 +134,17 @@ def step_times(t: Target, d: Draft, k: ArrayLike, batch: ArrayLike, context_len:
     q = np.where(plain, 1.0, q)
     loop = e.eager_loop is not None and d.method in e.eager_loop.methods
     run_e = gpu_only(e) if loop else e  # eager loops: kernels here, the host side per cycle below
-    verify = _verify_time_s(run_e, t, b, q, ctx) * cal.pass_scale
+    verify = _verify_time_s(run_e, t, b, q, ctx) * (cal.pass_scale * cal.verify_scale)
     draft = draft_time_s(d, run_e, *run, b, np.maximum(kk, 1.0), ctx, t.par, t.weight_dtype, t.kv_dtype) \
-        * cal.draft_scale
+        * cal.pass_scale
     # the rejection sampler reads the tokens actually drafted (an n-gram request without a match drafts none)
     drafted = np.where(plain, 0.0, q - 1.0) if d.family.drafts_on_match else kk
     device = draft + verify + overhead_time_s(t, b, drafted) + e.verify_host_ops * e.eager_op_us * US
     if loop:
         # an eager loop's cycle: the slower of its kernels and its host dispatch (measured op counts)
         device = np.maximum(device, eager_cycle_host_s(e, d.method, m, np.maximum(kk, 1.0), d.model))
-    step = np.maximum(step_time_s(e, device, b, speculative=True, sync=d.family.host_drafter) + cal.host_ms * 1e-3,
-                      device)
+    step = np.maximum(step_time_s(e, device, b, speculative=True, sync=d.family.host_drafter)
+                      + (cal.host_ms + cal.spec_host_ms) * 1e-3, device)
     draft = np.where(plain, 0.0, draft)
     verify = np.where(plain, base_pass, verify)
     over = np.where(plain, base - base_pass, step - draft - verify)

@@ -17,7 +17,7 @@ from tests._cli import run
 
 FLAGS = BenchmarkFlags(hardware="h100-sxm", model="llama-3.1-8b", drafts=("eagle3",), k=3, input_len=256,
                        output_len=64)
-TRUE = StepCalibration(0.8, 1.2, 0.7)
+TRUE = StepCalibration(host_ms=0.8, pass_scale=1.2, verify_scale=0.85, spec_host_ms=0.5)
 TAU = 2.6
 LOADS = (1, 8, 64)
 
@@ -35,8 +35,9 @@ def test_fit_recovers_the_step_it_was_measured_with(measured: list[Point]) -> No
     ends = [p for p in measured if p.concurrency in (1, 64)]
     d = fit_deployment(FLAGS, ends, tau_measured=TAU).deployment
     assert d.calibration.pass_scale == pytest.approx(TRUE.pass_scale, rel=0.03)
-    assert d.calibration.draft_scale == pytest.approx(TRUE.draft_scale, rel=0.05)
     assert d.calibration.host_ms == pytest.approx(TRUE.host_ms, abs=0.15)
+    assert d.calibration.verify_scale == pytest.approx(TRUE.verify_scale, rel=0.08)
+    assert d.calibration.spec_host_ms == pytest.approx(TRUE.spec_host_ms, abs=0.25)
     assert d.acceptance_source == "counters"
     # the load between, never fitted, predicted to within a percent of the simulation that wrote it
     mid = [p for p in measured if p.concurrency == 8]
@@ -50,7 +51,8 @@ def test_without_counters_the_acceptance_is_fitted(measured: list[Point]) -> Non
     ends = [p for p in measured if p.concurrency in (1, 64)]
     d = fit_deployment(FLAGS, ends).deployment
     assert d.acceptance_source == "fitted"
-    assert d.calibration.draft_scale == d.calibration.pass_scale  # tied: the runs cannot separate the two
+    # the speculative step's own costs are not read without counters: they trade against the acceptance
+    assert (d.calibration.verify_scale, d.calibration.spec_host_ms) == (1.0, 0.0)
     tau = 1.0 + sum(__import__("numpy").cumprod(d.alphas))
     assert 1.5 < tau < FLAGS.k + 1  # a real acceptance, not a bound
 
@@ -110,3 +112,26 @@ def test_fit_runs_end_to_end(measured: list[Point], tmp_path: Path, capsys: pyte
     # another deployment's question is refused in one line, naming both
     code, out, err = run(capsys, "evaluate", "--deployment", str(dep), "-H", "h200", "-b", "8")
     assert code == 2 and "another deployment" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_acceptance_comes_from_the_counters_the_log_or_the_runs(tmp_path: Path) -> None:
+    """Each source of the measured acceptance read to the figures it states: vLLM's /metrics scrape (per-position
+    counters made conditional), its SpecDecoding log lines, the spec_decode_* fields a client saved."""
+    from specsim.acceptance.metrics import load_metrics
+    from specsim.calibration.runs import read_run, read_server_log
+    from specsim.cli.deploy import _acceptance
+
+    root = Path(__file__).resolve().parents[2] / "examples"
+    scrape = root / "vllm_metrics.txt"
+    rates, tau, source = _acceptance(scrape, None, None, [], 3, None)
+    reading = load_metrics(scrape)
+    assert tau == pytest.approx(reading.mean_length)
+    assert 1 + sum(__import__("numpy").cumprod(rates)) == pytest.approx(reading.mean_length, rel=1e-6)
+    log = root / "runs" / "vllm_server_eagle3_k2.log"
+    rates, tau, _ = _acceptance(None, None, log, [], 2, None)
+    assert tau == pytest.approx(read_server_log(log).acceptance_length) and len(rates) == 2
+    runs = read_run(root / "runs" / "dsv4-flash-b300" / "mtp1_qps1.json")
+    rates, tau, source = _acceptance(None, None, None, runs, 1, None)
+    assert tau == pytest.approx(runs[0].acceptance_length) and rates[0] == pytest.approx(tau - 1, abs=0.01)
+    with pytest.raises(SpecsimError, match="give one acceptance"):
+        _acceptance(scrape, None, log, [], 3, None)

@@ -38,7 +38,7 @@ def test_the_section_names_the_calibration_and_each_run(tmp_path: Path) -> None:
     assert c.s.calibration is not None and c.s.calibration.pass_scale == 1.15
     sec = deployment_section(c)  # type: ignore[arg-type]
     assert sec is not None and sec.figure is not None
-    assert "host +0.6 ms, decode passes x1.15, draft x0.8" in sec.body
+    assert "host +0.6 ms, decode passes x1.15, speculative step +0.3 ms, verification x0.9" in sec.body
     assert all(f"| {arm}{load} |" in sec.body for arm in ("off", "on") for load in (1, 16))
     ax = sec.figure.axes[0]
     curves = [line for line in ax.lines if line.get_linestyle() == "-"]

@@ -16,7 +16,7 @@ from specsim.step.evaluate import StepCalibration
 
 DEP = Deployment({"hardware": "h100-sxm", "model": "llama-3.1-8b", "engine": "vllm", "tp": 1, "draft": "eagle3",
                   "k": 3, "input_len": 1000, "output_len": 200},
-                 StepCalibration(1.25, 1.1, 0.9, 0.05), (0.8, 0.6, 0.5), "counters", 0.05,
+                 StepCalibration(1.25, 1.1, 0.9, 0.4, 0.05), (0.8, 0.6, 0.5), "counters", 0.05,
                  {"host_ms": {"value": 1.25, "sd": 0.1}}, ({"run": "a", "arm": "off"},), ("a.json",))
 
 
@@ -88,9 +88,10 @@ def test_calibration_for_another_draft(dep: Path) -> None:
     d = load_deployment(dep)
     assert d.calibration_for("eagle3") == d.calibration
     other = d.calibration_for("ngram")
-    assert other.draft_scale == 1.0 and other.pass_scale == d.calibration.pass_scale
+    assert other.spec_host_ms == 0.0 and other.pass_scale == d.calibration.pass_scale
+    assert other.verify_scale == d.calibration.verify_scale  # the target's verification pass, whatever drafts
     # its speculative step was not fitted: its bands take the engine's measured spreads
-    assert other == dataclasses.replace(d.calibration, draft_scale=1.0, sigma_log=None)
+    assert other == dataclasses.replace(d.calibration, spec_host_ms=0.0, sigma_log=None)
     off_only = dataclasses.replace(d, arms=("off",))
     assert off_only.calibration_for("eagle3").sigma_log is None
 

@@ -50,15 +50,16 @@ def test_host_drafters_step_without_async_scheduling() -> None:
 
 
 def test_a_deployments_calibration_prices_each_part_as_stated() -> None:
-    """StepCalibration (a fitted deployment's): the identity prices the profile to the last digit; the scales
-    multiply the decode passes and the drafting loop; the host cost adds to every step. On an engine that steps
-    synchronously (vLLM 0.10: no async scheduling) the step is device + host, so by hand:
+    """StepCalibration (a fitted deployment's): the identity prices the profile to the last digit; the passes'
+    scale multiplies the decode passes and the drafting loop, the verification's multiplies that pass again; the
+    host cost adds to every step, the speculative one to speculative steps. On an engine that steps synchronously
+    (vLLM 0.10: no async scheduling) the step is device + host, so by hand:
     plain' = plain + (pass_scale - 1) x pass + host."""
     from specsim.step.evaluate import StepCalibration, bundled_engine
 
     eagle = make_draft("eagle3", L8)
     sync = dataclasses.replace(T, engine=bundled_engine("vllm-0.10"))
-    cal = StepCalibration(host_ms=0.7, pass_scale=1.3, draft_scale=0.6)
+    cal = StepCalibration(host_ms=0.7, pass_scale=1.3, verify_scale=0.9, spec_host_ms=0.4)
     args = (eagle, np.array([0.0, 3.0]), np.array([1.0, 16.0, 128.0])[:, None, None], 2048.0)
     raw = step_times(sync, *args)
     same = step_times(dataclasses.replace(sync, calibration=StepCalibration()), *args)
@@ -67,13 +68,13 @@ def test_a_deployments_calibration_prices_each_part_as_stated() -> None:
     got = step_times(dataclasses.replace(sync, calibration=cal), *args)
     plain_pass = raw.verify_s[..., 0:1]  # k = 0: the verify part is the one-token pass
     assert np.allclose(got.baseline_s, raw.baseline_s + 0.3 * plain_pass + 0.7e-3)
-    assert np.allclose(got.draft_s[..., 1], raw.draft_s[..., 1] * 0.6)
-    assert np.allclose(got.verify_s[..., 1], raw.verify_s[..., 1] * 1.3)
+    assert np.allclose(got.draft_s[..., 1], raw.draft_s[..., 1] * 1.3)
+    assert np.allclose(got.verify_s[..., 1], raw.verify_s[..., 1] * 1.3 * 0.9)
     step_raw = raw.draft_s + raw.verify_s + raw.overhead_s
     step_got = got.draft_s + got.verify_s + got.overhead_s
-    # the speculative step: its draft and verification rescaled, the same host work plus the fitted host cost
+    # the speculative step: its draft and verification rescaled, the same host work plus both fitted host costs
     assert np.allclose(step_got[..., 1] - step_raw[..., 1],
-                       raw.draft_s[..., 1] * (0.6 - 1) + raw.verify_s[..., 1] * (1.3 - 1) + 0.7e-3)
+                       raw.draft_s[..., 1] * (1.3 - 1) + raw.verify_s[..., 1] * (1.3 * 0.9 - 1) + 1.1e-3)
 
 
 def test_a_negative_fitted_host_cost_never_takes_a_step_below_its_kernels() -> None:
