@@ -133,5 +133,6 @@ def test_the_acceptance_comes_from_the_counters_the_log_or_the_runs(tmp_path: Pa
     runs = read_run(root / "runs" / "dsv4-flash-b300" / "mtp1_qps1.json")
     rates, tau, source = _acceptance(None, None, None, runs, 1, None)
     assert tau == pytest.approx(runs[0].acceptance_length) and rates[0] == pytest.approx(tau - 1, abs=0.01)
+    assert source == "the spec-on runs' own record"
     with pytest.raises(SpecsimError, match="give one acceptance"):
         _acceptance(scrape, None, log, [], 3, None)
