@@ -147,23 +147,26 @@ def _render(m: dict[str, Any], source: str, output: Path, fmt: str) -> None:
 
     def sd(name: str) -> str:
         u = unc.get(name) or {}
-        return f" ± {u['sd']:.2f}" if "sd" in u else f" ± {u['sd_log']:.0%}" if "sd_log" in u else " (held)"
+        if u.get("sd") == 0.0 or u.get("sd_log") == 0.0:
+            return " (at the kernels' floor)"
+        return f" ± {u['sd']:.2g}" if "sd" in u else f" ± {u['sd_log']:.1%}" if "sd_log" in u else " (held)"
 
-    print(f"deployment fitted to {len(m['residuals'])} runs -> {output}")
-    print(f"  host cost per step   {c['host_ms']:+.3f} ms{sd('host_ms')} beyond the engine profile's")
+    print(f"deployment fitted to {len(m['residuals'])} runs -> {output}; beyond the engine's profile:")
+    print(f"  host cost per step   {c['host_ms']:+.3f} ms{sd('host_ms')}")
     print(f"  decode passes        x{c['pass_scale']:.3f}{sd('pass_scale')}")
     if "spec_host_ms" in unc:
-        print(f"  speculative step     {c['spec_host_ms']:+.3f} ms{sd('spec_host_ms')} beyond that, verification "
-              f"x{c['verify_scale']:.3f}{sd('verify_scale')}")
+        print(f"  speculative step     {c['spec_host_ms']:+.3f} ms{sd('spec_host_ms')}")
+        print(f"  its verification     x{c['verify_scale']:.3f}{sd('verify_scale')}")
     k = int(m["question"].get("k") or 1)
     alphas = m["acceptance"]["alphas"][:k]
     if alphas:
         tau = 1.0 + float(sum(math.prod(alphas[:i + 1]) for i in range(len(alphas))))
-        print(f"  acceptance           {tau:.2f} tokens/step at k = {k} "
-              f"({m['acceptance']['source']}{': ' + source if source else ''})")
+        print(f"  acceptance           {tau:.2f} tokens/step at k = {k} ({m['acceptance']['source']})")
     print(f"  band                 ±{1.2816 * unc['sigma_log']:.0%} (80%) on a predicted figure")
     print(f"{'run':38s} {'tok/s':>9s} {'fitted':>9s} {'TPOT ms':>8s} {'fitted':>8s}")
     for r in m["residuals"]:
         print(f"{str(r['run'])[:38]:38s} {r['output_tok_s']:9.1f} {r['fitted_output_tok_s']:9.1f} "
               f"{r['tpot_mean_ms']:8.2f} {r['fitted_tpot_mean_ms']:8.2f}")
-    print(f"next: specsim simulate --deployment {output} --concurrency 1,8,32,128")
+    rates = any(str(r.get("load", "")).startswith("rate") for r in m["residuals"])
+    print(f"next: specsim simulate --deployment {output} " + ("--sweep-rates 1,2,4,8" if rates
+                                                              else "--concurrency 1,8,32,128"))

@@ -95,6 +95,7 @@ def test_fit_runs_end_to_end(measured: list[Point], tmp_path: Path, capsys: pyte
                          "--acceptance-length", str(TAU), "-o", str(dep))
     assert code == 0, err
     assert "decode passes" in out and dep.exists()
+    assert max(len(line) for line in out.splitlines()) <= 80  # a terminal is 80 columns wide
     # evaluate prices the deployment's own question, calibrated, and says so
     code, out, err = run(capsys, "evaluate", "--deployment", str(dep), "-b", "8", "-f", "json")
     assert code == 0, err
