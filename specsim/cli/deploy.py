@@ -151,7 +151,7 @@ def _render(m: dict[str, Any], source: str, output: Path, fmt: str) -> None:
             return " (at the kernels' floor)"
         return f" ± {u['sd']:.2g}" if "sd" in u else f" ± {u['sd_log']:.1%}" if "sd_log" in u else " (held)"
 
-    print(f"deployment fitted to {len(m['residuals'])} runs -> {output}; beyond the engine's profile:")
+    print(f"deployment fitted to {len(m['residuals'])} runs, beyond the engine's profile:")
     print(f"  host cost per step   {c['host_ms']:+.3f} ms{sd('host_ms')}")
     print(f"  decode passes        x{c['pass_scale']:.3f}{sd('pass_scale')}")
     if "spec_host_ms" in unc:
@@ -167,6 +167,7 @@ def _render(m: dict[str, Any], source: str, output: Path, fmt: str) -> None:
     for r in m["residuals"]:
         print(f"{str(r['run'])[:38]:38s} {r['output_tok_s']:9.1f} {r['fitted_output_tok_s']:9.1f} "
               f"{r['tpot_mean_ms']:8.2f} {r['fitted_tpot_mean_ms']:8.2f}")
+    print(f"written: {output}")
     rates = any(str(r.get("load", "")).startswith("rate") for r in m["residuals"])
     print(f"next: specsim simulate --deployment {output} " + ("--sweep-rates 1,2,4,8" if rates
                                                               else "--concurrency 1,8,32,128"))
