@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -163,6 +163,9 @@ class Frontier:
     load: str
     acceptance_sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # load points that completed fewer requests than they sent
+    #: each speculating configuration's crossover at its throughput ratio's 80% band's low and high end
+    #: (`crossover_bands`): the earliest and the latest load it may stop paying at (None: past the largest)
+    crossover_bands: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
 def client_frame(frame: pd.DataFrame, gpus: int, client: str) -> pd.DataFrame:
@@ -237,7 +240,31 @@ def frontier(setup: Setup, rates: Sequence[float] | None = None, concurrencies: 
     choices = recommend(rows, margin)
     _, sources = setup.mix()
     return Frontier(rows, r, crossovers(rows), choices, _engine_configs(setup, choices, load), client, gpus, load,
-                    sources, notes)
+                    sources, notes, crossover_bands(setup, rows))
+
+
+def crossover_bands(setup: Setup, rows: pd.DataFrame) -> dict[str, tuple[float | None, float | None]]:
+    """Per speculating configuration with one k: the crossover of its throughput ratio's 80% band's low end and of
+    its high end (`simulate.frontier.crossover`), the band from the draft's acceptance band and the engine's (or
+    a fitted deployment's) speedup spread, combined as every band is (step/bands.py)."""
+    from specsim.simulate.frontier import crossover
+    from specsim.step.bands import spread_for, step_bands
+
+    load, engine = load_column(rows), setup.target.engine.name
+    spread = spread_for(engine, setup.target.calibration)
+    drafts = {d.label: d for d in setup.scenario.drafts}
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for name, g in rows[rows["configuration"] != OFF].groupby("configuration", sort=False):
+        k, d = _static_k(str(name)), drafts.get(str(name).split(" ", 1)[0])
+        if k is None or d is None or not d.speculates:
+            continue
+        tau = g["acceptance_length"].to_numpy(float)
+        ends = np.array([d.tau_band(k, float(t), exact=False) for t in tau])
+        b = step_bands({"tokens_per_step": tau, "ratio": g["throughput_ratio"].to_numpy(float)}, ends[:, 0],
+                       ends[:, 1], engine, spread, banded={"ratio": (1, "speedup")})
+        x = g[load].to_numpy(float)
+        out[str(name)] = (crossover(x, b.low["ratio"]), crossover(x, b.high["ratio"]))
+    return out
 
 
 def _completion_notes(setup: Setup, frame: pd.DataFrame) -> tuple[str, ...]:

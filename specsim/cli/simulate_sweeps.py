@@ -153,12 +153,22 @@ def _length_text(dist: Any) -> str:
     return f"mean {dist.mean_tokens:,.0f}" if dist is not None else "trace"
 
 
+def _band_words(band: tuple[float | None, float | None]) -> str:
+    """' (80% band: 16 to past the largest)': where it may stop paying at the band's ends."""
+    def at(x: float | None) -> str:
+        return "past the largest" if x is None else f"{x:g}"
+
+    lo, hi = band
+    return "" if lo == hi else f" (80% band: {at(lo)} to {at(hi)})"
+
+
 def _frontier_lines(f: Frontier) -> list[str]:
     unit = "concurrency" if f.load == "concurrency" else "rate"
     lines = [requests_line(f.rows, f.load)]
     for name, at in f.crossovers.items():
+        band = f.crossover_bands.get(name)
         lines.append(f"{name}: " + ("still pays at the largest " + unit if at is None else
-                                    f"stops paying at {unit} {at:g}"))
+                                    f"stops paying at {unit} {at:g}") + (_band_words(band) if band else ""))
     parts = []
     for c in f.choices:
         span = f"{c.load_from:g}" if c.load_from == c.load_to else f"{c.load_from:g}-{c.load_to:g}"
@@ -200,6 +210,7 @@ def emit_frontier(setup: Setup, f: Frontier, fmt: str, plot: Path | None, notes:
                     "priced_weights": s.model.precision_label(s.weight_dtype),
                     "priced_layout": str(s.layout or f"tp {s.tp}"),
                     "rows": plain(rows.to_dict(orient="records")), "crossovers": f.crossovers,
+                    "crossover_bands": {k: list(v) for k, v in f.crossover_bands.items()},
                     "recommendation": [{"from": c.load_from, "to": c.load_to, "configuration": c.configuration,
                                         "gain": c.gain} for c in f.choices],
                     "engine_configs": f.configs, "acceptance_sources": list(f.acceptance_sources),
