@@ -10,6 +10,7 @@ first").
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from specsim.cost.costmodel import describe as cost_model_label
@@ -128,6 +129,17 @@ def gain_band(plan: Plan) -> tuple[float, float]:
                       spread_for(engine, plan.scenario.calibration))
 
 
+def replicas_band(plan: Plan) -> tuple[int, int] | None:
+    """The simulated replicas of an SLO plan that speculates, at its gain's 80% band's ends (`gain_band`): a
+    replica's capacity at the SLO moves with the speculative gain (tokens per step at the same step time), so the
+    replicas scale inversely with it; None where the plan does not speculate or meets no SLO."""
+    sv = plan.serving
+    if sv is None or not sv.meets_slo or not sv.speculates or plan.off_by_setting or plan.gain <= 0:
+        return None
+    lo, hi = gain_band(plan)
+    return (max(1, math.ceil(sv.replicas * plan.gain / hi - 1e-9)), math.ceil(sv.replicas * plan.gain / lo - 1e-9))
+
+
 def _gain_text(plan: Plan, latency: bool) -> str:
     """'+36% tokens/s over the day (80% band +14% to +60%)' or '1.52x faster per token over the day (80% band
     1.30x-1.78x)'."""
@@ -210,8 +222,10 @@ def serving_sentence(plan: Plan) -> str:
     tail = "; off above" if plan.policy.schedule and plan.policy.schedule[-1].k == 0 else ""
     against = (f"against {base.replicas} without speculation" if base.meets_slo else
                "which plain decoding meets with no number of replicas")
+    band = replicas_band(plan)
+    spread = f" (80% band {band[0]}-{band[1]})" if band and band[0] != band[1] else ""
     return (f"Speculate with {NAMES.get(sv.method, sv.method)} ({sv.draft}), {', '.join(parts)}{tail}: "
-            f"{gpus(sv.replicas)} meet {bounds}, {against} (simulated{price if base.meets_slo else ''})")
+            f"{gpus(sv.replicas)}{spread} meet {bounds}, {against} (simulated{price if base.meets_slo else ''})")
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:
@@ -253,6 +267,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "pays_at_batch": {label: [list(r) for r in ranges] for label, ranges in plan.pays.items()},
         "arrival": to_record(plan.arrival), "acceptance": acceptance, "acceptance_band": to_record(plan.band),
         "serving": to_record(plan.serving),
+        **dict(zip(("replicas_low", "replicas_high"), replicas_band(plan) or (None, None), strict=True)),
         "engine_configs": engine_configs(plan.method, plan.policy.records(),
                                          d.model.name if d is not None and d.model is not None else None,
                                          d.draft_tp if d is not None else None,
