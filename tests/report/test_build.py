@@ -149,7 +149,9 @@ def test_html_is_self_contained(path: Path, tmp_path_factory: pytest.TempPathFac
     pngs = sorted((out / "figures").glob("*.png"))
     # seven sections draw a figure; with traffic, the serving simulation and the throughput-interactivity
     # frontier add one each
-    assert len(srcs) == len(pngs) == (9 if "traffic" in load_scenario(path).raw else 7)
+    # and a prior's acceptance band, the choice against acceptance (tests/report/test_choice_figure.py)
+    choice = int((out / "figures" / "choice.png").exists())
+    assert len(srcs) == len(pngs) == (9 if "traffic" in load_scenario(path).raw else 7) + choice
     embedded = {base64.b64decode(src.removeprefix("data:image/png;base64,")) for src in srcs}
     assert all(src.startswith("data:image/png;base64,") for src in srcs)
     assert embedded == {p.read_bytes() for p in pngs}
@@ -166,7 +168,9 @@ def test_every_figure_titled_labelled_with_units_and_legended(name: str) -> None
     s = load_scenario(next(p for p in SCENARIOS if p.stem == name))
     _, sections = assemble.build_sections(s)
     figs = [sec for sec in sections if sec.figure is not None]
-    assert len(figs) == 7
+    # seven, and the plan's choice against its prior's acceptance band where its chosen draft has one
+    choice = any(sec.figure_name == "choice" for sec in figs)
+    assert len(figs) == 7 + choice and (choice or name != "chat-llama70b-h100")
     for sec in figs:
         fig = sec.figure
         assert fig is not None
@@ -221,7 +225,7 @@ def test_rerun_replaces_report_files_only(tmp_path: Path) -> None:
     write.write_report(path, out)
     assert (out / "notes.txt").read_text() == "mine"
     assert not (out / "figures" / "stale.png").exists()
-    assert len(list((out / "figures").glob("*.png"))) == 7
+    assert len(list((out / "figures").glob("*.png"))) == 8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
 
 

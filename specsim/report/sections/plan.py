@@ -61,8 +61,19 @@ def plan_section(c: Ctx) -> Section:
         body += [f"Policy for {d['draft']} over batch size (k never rises with load, as engines schedule it; a tree "
                  "is topk x draft nodes verified, k its depth):", "",
                  md_table(["batch from", "batch to", "k", "shape"], rows, "rrrl"), ""]
-    body += engine_config_blocks(d["engine_configs"])
-    return Section("The plan", "\n".join(body), files=engine_config_files(d["engine_configs"]))
+    band = c.plan.band
+    fig = None
+    if band is not None:
+        from specsim.report.figures.choice import choice_against_acceptance
+
+        fig = choice_against_acceptance(band, band.central.draft, f"{c.title}: the choice against acceptance")
+    after = "\n".join(engine_config_blocks(d["engine_configs"]))
+    caption = ("the chosen policy's gain and the best choice at the acceptance band's ends; a vertical line marks "
+               "the tokens per step that would change the decision")
+    if fig is None:
+        return Section("The plan", "\n".join([*body, after]), files=engine_config_files(d["engine_configs"]))
+    return Section("The plan", "\n".join(body), fig, "choice", caption, after,
+                   files=engine_config_files(d["engine_configs"]))
 
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "atom": "ATOM"}
