@@ -395,7 +395,6 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
                     target.where, target.hardware.name, float(share), tau_band, target.calibration)
 
 
-
 def cost_label(target: Target, batch: ArrayLike, verify_q: ArrayLike, context: ArrayLike) -> tuple[str, Array]:
     """(the cost model priced, as the echo names it: "roofline", or whose tables; the share of the verify pass's
     kernel time the measured tables priced, per point: NaN on the roofline) (cost/table_coverage.py)."""
