@@ -37,6 +37,10 @@ def _points(files: list[Path], arm: str) -> tuple[list[Any], list[Any]]:
             if rate is not None and not math.isfinite(rate):
                 raise SpecsimError(f"{r.path}: neither a concurrency nor a finite request rate: fit-runs fits "
                                    "closed-loop runs (--max-concurrency) or open-loop runs at a rate")
+            if r.speculative is not None and r.speculative != (arm == "on"):
+                was = "on" if r.speculative else "off"
+                raise SpecsimError(f"{r.path}: given as a spec-{arm} run, but its client recorded speculation {was}: "
+                                   f"give it with --{was}")
             point = Point(arm, r.concurrency, max(1, round(r.input_len_mean)), max(1, round(r.output_len_mean)),
                           r.output_tok_s, r.tpot_mean_ms, r.num_prompts, "", rate, r.ttft_mean_ms)
             points.append(dataclasses.replace(point, label=f"{Path(r.path).name} ({arm}, {point.load})"))
@@ -84,7 +88,11 @@ def _acceptance(metrics: Path | None, before: Path | None, log: Path | None, run
 def _flags(g: Given, runs: list[Any]) -> Any:
     from specsim.advise.benchmark import BenchmarkFlags
 
-    model = g["model"] if g.given("model") else next((r.model_id for r in runs if r.model_id), None)
+    models = sorted({str(r.model_id) for r in runs if r.model_id})
+    if len(models) > 1 and not g.given("model"):
+        raise SpecsimError(f"the runs asked for {len(models)} models ({', '.join(models[:3])}): one deployment's runs "
+                           "ask for one; give --model if they are one model under several names")
+    model = g["model"] if g.given("model") else (models[0] if models else None)
     missing = [f for f, v in (("--hardware", g["hardware"]), ("--model", model), ("--draft", g["draft"])) if not v]
     if missing:
         raise SpecsimError(f"fit-runs needs {', '.join(missing)}: the deployment the runs measured")

@@ -138,3 +138,22 @@ def test_the_acceptance_comes_from_the_counters_the_log_or_the_runs(tmp_path: Pa
     assert source == "the spec-on runs' own record"
     with pytest.raises(SpecsimError, match="give one acceptance"):
         _acceptance(scrape, None, log, [], 3, None)
+
+
+def test_runs_given_to_the_wrong_arm_or_of_two_models_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = Path(__file__).resolve().parents[2] / "examples" / "runs"
+    on = str(runs / "dsv4-flash-b300" / "mtp1_qps1.json")
+    off = str(runs / "dsv4-flash-b300" / "off_qps8.json")
+    code, _, err = run(capsys, "fit-runs", "-H", "b300", "-d", "mtp", "-k", "1", "--off", on, "--off", off)
+    assert code == 2 and "its client recorded speculation on: give it with --on" in err
+    other = str(runs / "vllm_bench_serve_opt125m_cpu_c2.json")
+    code, _, err = run(capsys, "fit-runs", "-H", "b300", "-d", "mtp", "-k", "1", "--off", off, "--off", other)
+    assert code == 2 and "2 models" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_band_narrows_as_loads_are_added(measured: list[Point]) -> None:
+    """Runs the model prices exactly (simulated at TRUE): the band is the model's error between loads, which
+    falls as the loads measured grow from two to three per arm."""
+    two = fit_deployment(FLAGS, [p for p in measured if p.concurrency in (1, 64)], tau_measured=TAU).deployment
+    three = fit_deployment(FLAGS, measured, tau_measured=TAU).deployment
+    assert three.sigma_log < two.sigma_log
