@@ -181,6 +181,8 @@ def fill(g: Given, door: str) -> Given:
         return g
     d = load_deployment(g["deployment"])
     check_target(d, {n: g[n] for n in TARGET if g.given(n)}, g.spell)
+    g.refuse(("cost_model",), "prices the step another way than the deployment's calibration was fitted on (the "
+                              "hardware profile's own cost model): drop one of them")
     values, typed = dict(g.values), set(g.typed)
     for name, value in d.question.items():
         if door in FIELDS[name].doors and not g.given(name):
@@ -202,6 +204,9 @@ def apply_to_mapping(data: dict[str, Any], where: str, base: Path) -> tuple[dict
     path = Path(str(ref))
     d = load_deployment(path if path.is_absolute() or path.exists() else base / path)
     check_target(d, data, lambda n: f"{where}: field '{n}':")
+    if data.get("cost_model") is not None:
+        raise SpecsimError(f"{where}: field 'cost_model' prices the step another way than the deployment's "
+                           "calibration was fitted on (the hardware profile's own cost model): drop one of them")
     out = {**{n: d.question[n] for n in TARGET if n in d.question and n not in data}, **data}
     drafts = [x if isinstance(x, dict) else {"method": x} for x in out.get("drafts") or [{"method": d.draft}]]
     for x in drafts:

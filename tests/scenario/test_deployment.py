@@ -105,3 +105,8 @@ def test_scenario_mapping(dep: Path, tmp_path: Path) -> None:
     with pytest.raises(SpecsimError, match="field 'model'"):
         apply_to_mapping({"deployment": str(dep), "model": "qwen3-8b"}, "s.yaml", tmp_path)
     assert apply_to_mapping({"hardware": "h100-sxm"}, "s.yaml", tmp_path) == ({"hardware": "h100-sxm"}, None)
+
+
+def test_another_cost_model_is_refused(dep: Path) -> None:
+    with pytest.raises(SpecsimError, match="--cost-model prices the step another way"):
+        fill(_given("evaluate", deployment=dep, cost_model="table"), "evaluate")
