@@ -51,6 +51,10 @@ def _rows(data: Mapping[str, Any], serving_s: float | None, serving_rows: str) -
     spec = next(k for k in planner if k not in ("requests", "model", "hardware", "draft", "off"))
     moe = [cm["roofline"][m]["passes_per_s"] / 1e6 for m in cm["roofline"] if m != "llama-3.1-70b"]
     table = cm.get("table")
+    fits = {c["label"]: c["best_s"] for c in cli["cases"] if c["kind"] == "fit"}  # recorded since issue 32
+    fit_row = [("`fit-runs` of the bundled real runs", "`python benchmarks/bench_cli.py --only fit`",
+                ", ".join(f"{t:.1f} s" for t in fits.values()) + " (four runs, each fitting round simulating them)")
+               ] if fits else []
     return [
         ("start-up, listings", "`python benchmarks/bench_cli.py --only version,list`",
          ", ".join(f"`{label}` {t:.2f} s" for label, t in lists.items())
@@ -82,6 +86,7 @@ def _rows(data: Mapping[str, Any], serving_s: float | None, serving_rows: str) -
          f"{cm['roofline']['llama-3.1-70b']['passes_per_s'] / 1e6:.2f} M passes/s (Llama-70B), {span(moe, 2)} M/s "
          "(Mixtral, DeepSeek-V3)" + ("" if table is None else f"; table backend {table['passes_per_s'] / 1e6:.2f} "
                                      f"M/s after {table['build_s']:.1f} s to build its grids")),
+        *fit_row,
     ]
 
 
