@@ -136,10 +136,16 @@ def fit_runs(
     off_pts, off_runs = _points(off or [], "off")
     on_pts, on_runs = _points(on or [], "on")
     flags = _flags(given, off_runs + on_runs)
+    counted = {len(r.acceptance_per_position) for r in on_runs if r.acceptance_per_position}
+    if flags.k is None and len(counted) == 1:  # vLLM's client saves one acceptance rate per drafted position
+        flags = dataclasses.replace(flags, k=counted.pop())
+    elif flags.k is not None and counted and counted != {flags.k}:
+        raise SpecsimError(f"--k {flags.k}: the spec-on runs counted acceptance at {sorted(counted)} positions "
+                           "(their k)")
     acc = given["acceptance_length"] if given.given("acceptance_length") else None
     alphas, tau, source = _acceptance(metrics, metrics_before, server_log, on_runs, flags.k, acc)
     if flags.k is None:
-        raise SpecsimError("fit-runs needs --k, the draft length the spec-on runs used")
+        raise SpecsimError("fit-runs needs --k, the draft length the spec-on runs used (their files do not say it)")
     progress = (lambda m: print(f"fitting: {m}", file=sys.stderr, flush=True)) if fmt == "table" else None
     fit = fit_deployment(flags, off_pts + on_pts, alphas, tau,
                          [str(p) for p in (*(off or []), *(on or []))], progress)

@@ -162,3 +162,17 @@ def test_the_band_narrows_as_loads_are_added(measured: list[Point], counted: Dep
     falls as the loads measured grow from two to three per arm."""
     three = fit_deployment(FLAGS, measured, tau_measured=TAU).deployment
     assert three.sigma_log < counted.sigma_log
+
+
+def test_k_from_the_runs_own_counters(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """vLLM's client saves one acceptance rate per drafted position: k is read from it, and a --k that
+    disagrees is refused."""
+    runs = Path(__file__).resolve().parents[2] / "examples" / "runs" / "dsv4-flash-b300"
+    args = ["fit-runs", "-H", "b300", "-m", "deepseek-ai/DeepSeek-V4-Flash", "--tp", "8", "-d", "mtp",
+            "--on", str(runs / "mtp1_qps1.json"), "--on", str(runs / "mtp1_qps8.json"), "-f", "json",
+            "-o", str(tmp_path / "d.yaml")]
+    code, _, err = run(capsys, *args, "-k", "3")
+    assert code == 2 and "counted acceptance at [1] positions" in err
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert json.loads(out)["question"]["k"] == 1
