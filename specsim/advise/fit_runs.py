@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -346,3 +347,51 @@ def _alphas(flags: BenchmarkFlags, tau: float, measured: Sequence[float], tau_me
     scale = brentq(gap, 1e-6, top) if gap(1e-6) < 0 < gap(top) else (top if gap(top) < 0 else 1e-6)
     return tuple(round(float(a), 6) for a in draft.rates(max(POSITIONS, k), scale)), \
         "counters" if tau_measured is not None else "fitted"
+
+
+def flags_of(d: Deployment) -> BenchmarkFlags:
+    """The benchmark question a deployment's runs asked (its `question`), as `simulate` takes it."""
+    q = d.question
+    return BenchmarkFlags(
+        hardware=str(q["hardware"]), model=str(q["model"]), drafts=(d.draft,), tp=int(q.get("tp", 1)),
+        dp=int(q.get("dp", 1)), ep=int(q.get("ep", 1)), engine=q.get("engine"),
+        weight_dtype=str(q.get("weight_dtype", "native")), kv_dtype=str(q.get("kv_dtype", "bf16")),
+        k=int(q.get("k") or 1), input_len=int(q.get("input_len", 1024)), output_len=int(q.get("output_len", 1024)),
+        range_ratio=q.get("range_ratio"), client=q.get("client"), prompts=q.get("prompts"),
+        max_num_seqs=q.get("max_num_seqs"))
+
+
+def heaviest_load(d: Deployment) -> int:
+    """The most requests in flight the runs measured: a closed loop's clients, an open loop's by Little's law (its
+    rate times a request's measured TTFT + output x TPOT); 1 where the file records no load."""
+    most = 1.0
+    for r in d.residuals:
+        kind, _, value = str(r.get("load", "")).partition(" ")
+        try:
+            x = float(value.removesuffix("/s"))
+        except ValueError:
+            continue
+        if kind == "concurrency":
+            most = max(most, x)
+        elif kind == "rate":
+            ttft = float(r.get("ttft_mean_ms") or r.get("fitted_ttft_mean_ms") or 0.0)
+            out = int(d.question.get("output_len", 1024))
+            most = max(most, x * (ttft + max(out - 1, 0) * float(r["tpot_mean_ms"])) / 1e3)
+    return max(1, round(most))
+
+
+def deployment_scenario(path: Path) -> Scenario:
+    """The question a fitted deployment's runs asked, as a scenario for `plan` and `report` without one: the
+    client's closed loop at the heaviest load the runs measured (`heaviest_load`), their lengths, the deployment's
+    draft and k, priced calibrated (its `deployment:` field)."""
+    from specsim.advise.benchmark import benchmark_data
+    from specsim.scenario.deployment import load_deployment
+    from specsim.scenario.scenario import parse_scenario
+
+    d = load_deployment(path)
+    flags = flags_of(d)
+    data = benchmark_data(flags.given(), (heaviest_load(d),))
+    s = parse_scenario({**data, "name": Path(path).stem, "deployment": str(Path(path).resolve())},
+                       f"{path} (its runs' question)")
+    assert s.serving is not None
+    return dataclasses.replace(s, serving=dataclasses.replace(s.serving, seqs_given=flags.max_num_seqs is not None))

@@ -174,6 +174,21 @@ def batch_context(batch: str | int, context: str | int) -> tuple[int, int]:
     return int(FIELDS["batch"].parse(batch)), int(FIELDS["context"].parse(context))
 
 
+def scenario_of(path: Path | None, cost_model: str | None = None, engine: str | None = None,
+                deployment: Path | None = None) -> Scenario:
+    """The scenario a plan, sweep or report answers: the file's (`overridden`), or without one the question a
+    fitted --deployment's runs asked (advise/fit_runs.deployment_scenario)."""
+    from specsim.scenario.scenario import load_scenario
+
+    if path is not None:
+        return overridden(load_scenario(path), cost_model, engine, deployment)
+    if deployment is None:
+        raise SpecsimError("give a scenario YAML, or --deployment FILE (the question its runs asked)")
+    from specsim.advise.fit_runs import deployment_scenario
+
+    return overridden(deployment_scenario(deployment), cost_model, engine, deployment)
+
+
 def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = None,
                deployment: Path | None = None) -> Scenario:
     """The scenario priced with --cost-model and run by --engine (the scenario's own where None), on a fitted

@@ -19,18 +19,18 @@ from specsim.cli._format import (
     parse_int_list,
     working,
 )
-from specsim.cli._options import CostModel, DeploymentFile, Engine, Fmt, overridden
+from specsim.cli._options import CostModel, DeploymentFile, Engine, Fmt, scenario_of
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.files import Outputs
 from specsim.plan.summary import plan_dict, plan_markdown
 from specsim.plan.text import answer_lines, detail_lines, wrap
-from specsim.scenario.scenario import load_scenario
 
 
 @app.command()
 def plan(
-    scenario: Path,
+    scenario: Annotated[Path | None, typer.Argument(help="scenario YAML (or none, with --deployment: the "
+                                                        "question its runs asked)")] = None,
     engine: Engine = None,
     cost_model: CostModel = None,
     deployment: DeploymentFile = None,
@@ -46,7 +46,7 @@ def plan(
     check_format(fmt)
     if details and fmt != "table":
         raise SpecsimError(f"--details is for the table format: --format {fmt} already holds every detail")
-    s = overridden(load_scenario(scenario), cost_model, engine, deployment)  # bad input fails here, before the spinner
+    s = scenario_of(scenario, cost_model, engine, deployment)  # bad input fails here, before the spinner
     with working(f"planning {s.name}..."):
         p = make_plan(s)
         data = plan_dict(p)
@@ -87,7 +87,7 @@ def _write_engine_configs(folder: Path, configs: dict[str, Any]) -> None:
 
 @app.command()
 def sweep(
-    scenario: Annotated[Path, typer.Argument(help="scenario YAML")],
+    scenario: Annotated[Path | None, typer.Argument(help="scenario YAML (or none, with --deployment)")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="CSV or .parquet (needs pyarrow)")] = Path("sweep.csv"),
     batch: Annotated[str | None, typer.Option("--batch", "-b", help="batch sizes (a list; default 1:1024:x2)")
                      ] = None,
@@ -133,7 +133,7 @@ def sweep(
         raise SpecsimError(f"--output {output}: give a .csv or .parquet name")
     with Outputs() as outs:
         staged = outs.path(output)
-        s = overridden(load_scenario(scenario), cost_model, engine, deployment)
+        s = scenario_of(scenario, cost_model, engine, deployment)
         df = sweep_frame(s, b, c, a, s.max_k if max_k is None else max_k)
         if output.suffix == ".parquet":
             try:

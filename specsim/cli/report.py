@@ -10,13 +10,14 @@ from typing import Annotated
 import typer
 
 from specsim.cli._format import check_format, emit_summary
-from specsim.cli._options import CostModel, DeploymentFile, Engine, Fmt, overridden
+from specsim.cli._options import CostModel, DeploymentFile, Engine, Fmt, scenario_of
 from specsim.cli.main import app
 
 
 @app.command()
 def report(
-    scenario: Annotated[Path, typer.Argument(help="scenario YAML")],
+    scenario: Annotated[Path | None, typer.Argument(help="scenario YAML (or none, with --deployment: the "
+                                                        "question its runs asked)")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="folder for report.html, report.md, "
                                                                 "figures/ and plan.json")] = Path("report"),
     reference: Annotated[Path | None, typer.Option(help="Vidur reference timings, to check the hardware "
@@ -36,13 +37,11 @@ def report(
     from specsim.plan.text import wrap
     from specsim.report.assemble import STEPS  # matplotlib loads only for this command
     from specsim.report.write import OUTPUTS, write_report
-    from specsim.scenario.scenario import load_scenario
-
     check_format(fmt)
     t0 = time.perf_counter()
     check_folder_target(output, OUTPUTS)
     # bad input fails here, before any progress bar or file
-    s = overridden(load_scenario(scenario), cost_model, engine, deployment)
+    s = scenario_of(scenario, cost_model, engine, deployment)
     console = Console(file=sys.stderr)
     with Progress(TextColumn("[bold]report[/bold] {task.description:<26}"), BarColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:

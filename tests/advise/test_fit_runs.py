@@ -117,6 +117,11 @@ def test_fit_runs_end_to_end(measured: list[Point], tmp_path: Path, capsys: pyte
     rows = json.loads(out)["rows"]
     spec = next(r for r in rows if r["draft"] != "none")
     assert spec["output_tok_s"] == pytest.approx(on8.output_tok_s, rel=0.03)
+    # plan answers the question the runs asked, with no scenario file: closed-loop clients at the heaviest load
+    code, out, err = run(capsys, "plan", "--deployment", str(dep), "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["buckets"][0]["batch"] == max(LOADS)
+    assert any("calibrated" in n for n in json.loads(out)["notes"])
     # another deployment's question is refused in one line, naming both
     code, out, err = run(capsys, "evaluate", "--deployment", str(dep), "-H", "h200", "-b", "8")
     assert code == 2 and "another deployment" in err and len(err.strip().splitlines()) == 1
@@ -176,3 +181,19 @@ def test_k_from_the_runs_own_counters(capsys: pytest.CaptureFixture[str], tmp_pa
     code, out, err = run(capsys, *args)
     assert code == 0, err
     assert json.loads(out)["question"]["k"] == 1
+
+
+def test_the_heaviest_load_by_littles_law() -> None:
+    """A closed loop's clients; an open loop's rate x (TTFT + (output - 1) x TPOT), by hand: 4/s x (200 ms +
+    511 x 20 ms) = 41.7 requests in flight."""
+    from specsim.advise.fit_runs import heaviest_load
+    from specsim.scenario.deployment import Deployment
+
+    def dep(*rows: dict[str, object]) -> Deployment:
+        return Deployment({"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "output_len": 512},
+                          TRUE, residuals=rows)
+
+    assert heaviest_load(dep({"load": "concurrency 8"}, {"load": "concurrency 64"})) == 64
+    assert heaviest_load(dep({"load": "rate 4/s", "ttft_mean_ms": 200.0, "tpot_mean_ms": 20.0})) == 42
+    assert heaviest_load(dep()) == 1
+

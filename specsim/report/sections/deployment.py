@@ -39,19 +39,12 @@ def _load_values(d: Deployment) -> list[float]:
 
 def _curves(d: Deployment) -> dict[str, np.ndarray]:
     """The predicted (tok/s, TPOT ms) per arm over the runs' range of loads (advise/fit_runs.simulate_points)."""
-    from specsim.advise.benchmark import BenchmarkFlags
-    from specsim.advise.fit_runs import Point, simulate_points
+    from specsim.advise.fit_runs import Point, flags_of, simulate_points
 
     kind, loads = _loads(d)
     if not loads:
         return {}
-    q = d.question
-    flags = BenchmarkFlags(hardware=str(q["hardware"]), model=str(q["model"]), drafts=(d.draft,),
-                           tp=int(q.get("tp", 1)), dp=int(q.get("dp", 1)), ep=int(q.get("ep", 1)),
-                           engine=q.get("engine"), weight_dtype=str(q.get("weight_dtype", "native")),
-                           kv_dtype=str(q.get("kv_dtype", "bf16")), k=int(q.get("k") or 1),
-                           range_ratio=q.get("range_ratio"), client=q.get("client"), prompts=q.get("prompts"),
-                           max_num_seqs=q.get("max_num_seqs"))
+    q, flags = d.question, flags_of(d)
     span = np.geomspace(max(loads[0] / 2, 0.25 if kind == "rate" else 1.0), loads[-1] * 2, POINTS)
     grid = np.unique(np.concatenate([span if kind == "rate" else np.round(span), loads]))  # through the runs' own
     inp, out = int(q.get("input_len", 1024)), int(q.get("output_len", 1024))

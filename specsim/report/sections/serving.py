@@ -178,6 +178,8 @@ def start_serving(c: Ctx) -> ServingRuns:
         return ServingRuns()
     outcome = run_scenario(setup, compare=True, bins=200)
     rate = float(outcome.requests.mean_rate_rps) if outcome.requests.n > 1 else setup.traffic.mean_rate_rps
+    if not math.isfinite(rate) and outcome.runs:  # closed-loop clients send as fast as they finish: their pace
+        rate = float(outcome.runs[0].metrics.requests_per_s)
     sweep = _sweep_setup(c, setup)
     base = stationary(sweep.traffic, rate) if math.isfinite(rate) and rate > 0 else sweep.traffic
     by_rate_setup = dataclasses.replace(sweep, traffic=base)
