@@ -112,16 +112,10 @@ def run_ends(corpus: pd.DataFrame, measured: bool) -> tuple[list[dict[str, objec
             continue
         d = fit.deployment
         mid_pts = _points(mid, ("off", "on"), flags)
-        tau_mid = tau if tau is not None else _tau_of(d)
+        tau_mid = tau if tau is not None else d.tokens_per_step()
         pred = simulate_points(flags, d.calibration, tau_mid, mid_pts)
         rows += [{**r, "dep": str(key)} for r in _score(d.sigma_log, mid_pts, pred)]
     return rows, notes
-
-
-def _tau_of(d):  # type: ignore[no-untyped-def]
-    """The fitted tokens per step at the deployment's k (from its per-position rates)."""
-    a = np.cumprod(np.asarray(d.alphas[:int(d.question.get("k") or 1)], float))
-    return float(1 + a.sum()) if len(a) else None
 
 
 def run_loglog(corpus: pd.DataFrame) -> tuple[list[dict[str, object]], list[str]]:
@@ -209,8 +203,7 @@ def run_k(corpus: pd.DataFrame) -> tuple[list[dict[str, object]], list[str]]:
                 other = g[g["k"] == k_new]
                 f2 = _flags(other.iloc[0], False)
                 tau2 = other["acceptance_length"].dropna()
-                a = np.cumprod(d.alphas[:int(k_new)])  # the deployment's acceptance at the new k
-                tau_new = float(tau2.mean()) if len(tau2) else float(1.0 + a.sum()) if len(a) else None
+                tau_new = float(tau2.mean()) if len(tau2) else d.tokens_per_step(int(k_new))
                 if f2 is None or tau_new is None:
                     continue
                 pts = _points(other, ("on",), f2)

@@ -18,7 +18,7 @@ SGLang's and AIPerf's clients write), speculation off and/or on. Each run is sim
 The least-squares fit is on the log of output throughput and mean TPOT. Each simulation is expensive, so the fit
 runs on a surrogate and corrects it (defect correction): a run's figure at parameters p is its simulated figure at
 the last simulated p0 times the ratio of the step's time per token at p and p0 at the run's batch and mean
-context; the runs are re-simulated at the new p until the figures move by less than 0.1%.
+context; the runs are re-simulated at the new p until the figures move by less than 0.2%.
 Uncertainty: the parameters' covariance s^2 (J'J)^-1 from the surrogate's Jacobian at the solution, and the band
 of a predicted figure, `sigma_log` = sqrt(s^2 + FORM_SIGMA^2 * 2 / loads): the residual scatter and the model's
 error between measured loads (measured by benchmarks/deployment_holdout.py), shrinking as loads are added.
@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from specsim.advise.benchmark import BenchmarkFlags, benchmark_scenario
+from specsim.advise.simulation import Setup
 from specsim.errors import SpecsimError
 from specsim.scenario.deployment import QUESTION, Deployment
 from specsim.scenario.scenario import Scenario
@@ -93,7 +94,7 @@ class Fit:
 
 def simulate_points(flags: BenchmarkFlags, cal: StepCalibration, tau: float | None,
                     points: Sequence[Point]) -> np.ndarray:
-    """Each run's (output tok/s, mean TPOT ms) simulated for its arm (module docstring)."""
+    """Each run's (output tok/s, mean TPOT ms, tokens per step) simulated for its arm (module docstring)."""
     from specsim.advise.simulation import make_setup, sweep_cases
     from specsim.simulate.client import client_columns
     from specsim.simulate.frontier import configuration
@@ -128,29 +129,27 @@ def _scenario(f: BenchmarkFlags) -> Scenario:
     return benchmark_scenario(f)
 
 
-def _per_token_s(flags: BenchmarkFlags, cal: StepCalibration, tau: float, p: Point) -> float:
-    """The step's time per token at the run's batch and mean context (the surrogate's ratio, module docstring)."""
+def _per_token_s(flags: BenchmarkFlags, cal: StepCalibration, tau: float, pts: Sequence[Point]) -> np.ndarray:
+    """The step's time per token at each run's batch and mean context (the surrogate's ratio, module docstring),
+    in one step_arrays call over the runs (a stage's runs are one arm)."""
     from specsim.step.evaluate import step_arrays
 
     setup = _setup(flags)
     t = dataclasses.replace(setup.target, calibration=cal)
-    k = 0 if p.arm == "off" else int(flags.k or 1)
-    batch = p.in_flight(setup.limits.max_num_seqs)
-    m = step_arrays(t, setup.draft, k, batch, p.input_len + p.output_len / 2, 1.0 if k == 0 else tau)
-    return float(np.asarray(m.step_time_s)) / (1.0 if k == 0 else tau)
+    k = 0 if pts[0].arm == "off" else int(flags.k or 1)
+    batch = np.array([p.in_flight(setup.limits.max_num_seqs) for p in pts])
+    ctx = np.array([p.input_len + p.output_len / 2 for p in pts])
+    tokens = 1.0 if k == 0 else tau
+    return np.asarray(step_arrays(t, setup.draft, k, batch, ctx, tokens).step_time_s, dtype=float) / tokens
 
 
-_SETUPS: dict[BenchmarkFlags, object] = {}
-
-
-def _setup(flags: BenchmarkFlags):  # type: ignore[no-untyped-def]
+@lru_cache(maxsize=4)
+def _setup(flags: BenchmarkFlags) -> Setup:
+    """The runs' question set up once per fit (its draft and limits for the surrogate and the acceptance)."""
     from specsim.advise.simulation import make_setup
     from specsim.step.policy import Policy
 
-    if flags not in _SETUPS:
-        _SETUPS.clear()
-        _SETUPS[flags] = make_setup(benchmark_scenario(flags), policy=Policy.static(int(flags.k or 1)))
-    return _SETUPS[flags]
+    return make_setup(_scenario(flags), policy=Policy.static(int(flags.k or 1)))
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,8 @@ class _Stage:
 
 def stages(points: Sequence[Point], counters: bool) -> list[_Stage]:
     """The fits the runs identify, in order: the spec-off arm's host cost and pass scale, then the spec-on arm's
-    draft scale (acceptance counted) or acceptance; SpecsimError naming the run that is missing."""
+    own host cost and verification scale (acceptance counted) or its acceptance; SpecsimError naming the run that
+    is missing."""
     loads = {arm: sorted({p.load for p in points if p.arm == arm}) for arm in ("off", "on")}
     off, on = loads["off"], loads["on"]
     if not off and not on:
@@ -182,8 +182,6 @@ def stages(points: Sequence[Point], counters: bool) -> list[_Stage]:
     first = _Stage(by_arm["off"], ("host_ms", "pass_scale"), {})
     if not on:
         return [first]
-    # with the acceptance counted, the spec-on arm measures the draft's cost; without, its acceptance (the two
-    # trade against each other in a run's figures, so the draft is priced at the passes' scale)
     # with the acceptance counted, the spec-on arm measures the speculative step's own fixed and per-token costs
     # (its host cost, its verification); without, its acceptance (which trades against those in a run's figures)
     return [first, _Stage(by_arm["on"], ("spec_host_ms", "verify_scale") if counters else ("tau",), {})]
@@ -227,7 +225,7 @@ def _fit_stage(flags: BenchmarkFlags, st: _Stage, tau: float, tau_given: float |
     gain = np.ones_like(meas)  # d log(figure) / d log(time per token): 1 until two simulations measure it
     last: tuple[np.ndarray, np.ndarray] | None = None
     for rounds in range(1, MAX_ROUNDS + 1):
-        base = np.log([_per_token_s(flags, *_unpack(values(x), tau), p) for p in pts])
+        base = np.log(_per_token_s(flags, *_unpack(values(x), tau), pts))
         logsim = np.log(sim[:, :2])
         if last is not None:  # the secant: how far each figure moved for how far its step moved
             dr = (base - last[0])[:, None] * sign
@@ -237,7 +235,7 @@ def _fit_stage(flags: BenchmarkFlags, st: _Stage, tau: float, tau_given: float |
 
         def surrogate(y: np.ndarray, base: np.ndarray = base, logsim: np.ndarray = logsim,
                       gain: np.ndarray = gain) -> np.ndarray:
-            r = np.log([_per_token_s(flags, *_unpack(values(y), tau), p) for p in pts]) - base
+            r = np.log(_per_token_s(flags, *_unpack(values(y), tau), pts)) - base
             return np.asarray(logsim + gain * sign * r[:, None], dtype=float)
 
         def residuals(y: np.ndarray, surrogate: Callable[[np.ndarray], np.ndarray] = surrogate) -> np.ndarray:
@@ -309,7 +307,9 @@ def fit_deployment(flags: BenchmarkFlags, points: Sequence[Point], alphas_measur
     # the lengths the runs sent (the runs' median), where another question starts from
     question["input_len"] = int(np.median([p.input_len for p in points]))
     question["output_len"] = int(np.median([p.output_len for p in points]))
-    residuals = tuple({"run": p.label, "arm": p.arm, "load": p.load, "num_prompts": p.num_prompts,
+    residuals = tuple({"run": p.label, "arm": p.arm, "load": p.load, "concurrency": p.concurrency,
+                       "rate_rps": p.rate_rps, "num_prompts": p.num_prompts,
+                       "ttft_mean_ms": p.ttft_mean_ms if math.isfinite(p.ttft_mean_ms) else None,
                        "output_tok_s": p.output_tok_s, "fitted_output_tok_s": round(float(sim[i, 0]), 4),
                        "tpot_mean_ms": p.tpot_mean_ms, "fitted_tpot_mean_ms": round(float(sim[i, 1]), 4)}
                       for i, p in enumerate(points))
@@ -361,23 +361,20 @@ def flags_of(d: Deployment) -> BenchmarkFlags:
         max_num_seqs=q.get("max_num_seqs"))
 
 
+def run_points(d: Deployment) -> list[Point]:
+    """The runs a deployment was fitted to, as they were fitted (its residuals)."""
+    out = int(d.question.get("output_len", 1024))
+    inp = int(d.question.get("input_len", 1024))
+    return [Point(str(r["arm"]), r.get("concurrency"), inp, out, float(r["output_tok_s"]), float(r["tpot_mean_ms"]),
+                  r.get("num_prompts"), str(r.get("run", "")), r.get("rate_rps"),
+                  float(r.get("ttft_mean_ms") or math.nan)) for r in d.residuals
+            if r.get("concurrency") is not None or r.get("rate_rps") is not None]
+
+
 def heaviest_load(d: Deployment) -> int:
-    """The most requests in flight the runs measured: a closed loop's clients, an open loop's by Little's law (its
-    rate times a request's measured TTFT + output x TPOT); 1 where the file records no load."""
-    most = 1.0
-    for r in d.residuals:
-        kind, _, value = str(r.get("load", "")).partition(" ")
-        try:
-            x = float(value.removesuffix("/s"))
-        except ValueError:
-            continue
-        if kind == "concurrency":
-            most = max(most, x)
-        elif kind == "rate":
-            ttft = float(r.get("ttft_mean_ms") or r.get("fitted_ttft_mean_ms") or 0.0)
-            out = int(d.question.get("output_len", 1024))
-            most = max(most, x * (ttft + max(out - 1, 0) * float(r["tpot_mean_ms"])) / 1e3)
-    return max(1, round(most))
+    """The most requests in flight the runs measured (`Point.in_flight`: a closed loop's clients, an open loop's
+    by Little's law); 1 where the file records no load."""
+    return max([1, *(round(p.in_flight(1 << 30)) for p in run_points(d))])
 
 
 def deployment_scenario(path: Path) -> Scenario:

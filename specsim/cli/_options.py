@@ -197,8 +197,9 @@ def overridden(s: Scenario, cost_model: str | None = None, engine: str | None = 
         from specsim.scenario.scenario import parse_scenario
 
         if cost_model is not None:
-            raise SpecsimError("--cost-model prices the step another way than --deployment's calibration was fitted "
-                               "on (the hardware profile's own cost model): drop one of them")
+            from specsim.scenario.deployment import OTHER_COST_MODEL
+
+            raise SpecsimError(f"--cost-model {OTHER_COST_MODEL}")
         raw = {**s.raw, "deployment": str(deployment.resolve()), **({"engine": engine} if engine else {})}
         s, engine = parse_scenario(raw, s.path), None
     if cost_model is not None:

@@ -18,6 +18,7 @@ from specsim.cli._options import fields_command
 from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.fields import Given
+from specsim.scenario.deployment import Deployment
 
 _RUNS = "Runs"
 #: simulate's fields a fit takes: the deployment (the runs set the load and the lengths)
@@ -150,10 +151,11 @@ def fit_runs(
     fit = fit_deployment(flags, off_pts + on_pts, alphas, tau,
                          [str(p) for p in (*(off or []), *(on or []))], progress)
     write_outputs([(output, deployment_text(fit.deployment))])
-    _render(fit.deployment.mapping(), source, output, fmt)
+    _render(fit.deployment, source, output, fmt)
 
 
-def _render(m: dict[str, Any], source: str, output: Path, fmt: str) -> None:
+def _render(dep: Deployment, source: str, output: Path, fmt: str) -> None:
+    m = dep.mapping()
     if fmt == "json":
         print(json.dumps({**m, "acceptance_from": source, "written": str(output)}, indent=1, default=float))
         return
@@ -171,11 +173,10 @@ def _render(m: dict[str, Any], source: str, output: Path, fmt: str) -> None:
     if "spec_host_ms" in unc:
         print(f"  speculative step     {c['spec_host_ms']:+.3f} ms{sd('spec_host_ms')}")
         print(f"  its verification     x{c['verify_scale']:.3f}{sd('verify_scale')}")
-    k = int(m["question"].get("k") or 1)
-    alphas = m["acceptance"]["alphas"][:k]
-    if alphas:
-        tau = 1.0 + float(sum(math.prod(alphas[:i + 1]) for i in range(len(alphas))))
-        print(f"  acceptance           {tau:.2f} tokens/step at k = {k} ({m['acceptance']['source']})")
+    tau = dep.tokens_per_step()
+    if tau is not None:
+        print(f"  acceptance           {tau:.2f} tokens/step at k = {dep.question.get('k')} "
+              f"({dep.acceptance_source})")
     print(f"  band                 ±{1.2816 * unc['sigma_log']:.0%} (80%) on a predicted figure")
     print(f"{'run':38s} {'tok/s':>9s} {'fitted':>9s} {'TPOT ms':>8s} {'fitted':>8s}")
     for r in m["residuals"]:

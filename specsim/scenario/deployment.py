@@ -58,6 +58,15 @@ class Deployment:
     def draft(self) -> str:
         return str(self.question.get("draft") or "")
 
+    def tokens_per_step(self, k: int | None = None) -> float | None:
+        """Tokens per step of the measured draft at k (the runs' k by default) from its per-position rates
+        (acceptance/chain.expected_tokens_positional); None where the file states no acceptance."""
+        from specsim.acceptance.chain import expected_tokens_positional
+
+        if not self.alphas:
+            return None
+        return float(expected_tokens_positional(self.alphas, k or int(self.question.get("k") or 1)))
+
     def calibration_for(self, draft: str | None) -> StepCalibration:
         """The calibration for a question about `draft`: the speculative step's own host cost (which holds the measured
         draft's fixed costs) only for the draft the runs measured; the fit's error for the bands only where the runs
@@ -148,6 +157,18 @@ def load_deployment(path: str | Path) -> Deployment:
     return _load(Path(path))
 
 
+#: why a deployment and another cost model are refused together, at every door
+OTHER_COST_MODEL = ("prices the step another way than the deployment's calibration was fitted on (the hardware "
+                    "profile's own cost model): drop one of them")
+
+
+def resolve(ref: Any, base: Path) -> Path:
+    """A scenario's `deployment:` path: as written where it names a file from here, else relative to the
+    scenario's folder."""
+    path = Path(str(ref))
+    return path if path.is_absolute() or path.exists() else base / path
+
+
 def _same(name: str, given: Any, fitted: Any) -> bool:
     """Whether a target field's value names the deployment's (a GPU, model or engine by any of its spellings)."""
     if str(given).strip().lower() == str(fitted).strip().lower():
@@ -181,8 +202,7 @@ def fill(g: Given, door: str) -> Given:
         return g
     d = load_deployment(g["deployment"])
     check_target(d, {n: g[n] for n in TARGET if g.given(n)}, g.spell)
-    g.refuse(("cost_model",), "prices the step another way than the deployment's calibration was fitted on (the "
-                              "hardware profile's own cost model): drop one of them")
+    g.refuse(("cost_model",), OTHER_COST_MODEL)
     values, typed = dict(g.values), set(g.typed)
     for name, value in d.question.items():
         if door in FIELDS[name].doors and not g.given(name):
@@ -201,14 +221,13 @@ def apply_to_mapping(data: dict[str, Any], where: str, base: Path) -> tuple[dict
     ref = data.get("deployment")
     if ref is None:
         return data, None
-    path = Path(str(ref))
-    d = load_deployment(path if path.is_absolute() or path.exists() else base / path)
+    d = load_deployment(resolve(ref, base))
     check_target(d, data, lambda n: f"{where}: field '{n}':")
     if data.get("cost_model") is not None:
-        raise SpecsimError(f"{where}: field 'cost_model' prices the step another way than the deployment's "
-                           "calibration was fitted on (the hardware profile's own cost model): drop one of them")
+        raise SpecsimError(f"{where}: field 'cost_model' {OTHER_COST_MODEL}")
     out = {**{n: d.question[n] for n in TARGET if n in d.question and n not in data}, **data}
-    drafts = [x if isinstance(x, dict) else {"method": x} for x in out.get("drafts") or [{"method": d.draft}]]
+    # copies: the caller's mapping (a scenario's raw fields) is left as it was
+    drafts = [dict(x) if isinstance(x, dict) else {"method": x} for x in out.get("drafts") or [{"method": d.draft}]]
     for x in drafts:
         if str(x.get("method", "")).lower() == d.draft.lower() and "acceptance" not in x and d.alphas:
             x["acceptance"] = {"alphas": list(d.alphas)}

@@ -59,8 +59,9 @@ def test_without_counters_the_acceptance_is_fitted(measured: list[Point]) -> Non
     assert d.acceptance_source == "fitted"
     # the speculative step's own costs are not read without counters: they trade against the acceptance
     assert (d.calibration.verify_scale, d.calibration.spec_host_ms) == (1.0, 0.0)
-    tau = 1.0 + sum(__import__("numpy").cumprod(d.alphas))
+    tau = 1.0 + sum(__import__("numpy").cumprod(d.alphas[:FLAGS.k]))
     assert 1.5 < tau < FLAGS.k + 1  # a real acceptance, not a bound
+    assert d.tokens_per_step() == pytest.approx(tau)
 
 
 @pytest.mark.parametrize(("loads", "counters", "words"), [
@@ -191,9 +192,10 @@ def test_the_heaviest_load_by_littles_law() -> None:
 
     def dep(*rows: dict[str, object]) -> Deployment:
         return Deployment({"hardware": "h100-sxm", "model": "llama-3.1-8b", "draft": "eagle3", "output_len": 512},
-                          TRUE, residuals=rows)
+                          TRUE, residuals=tuple({"arm": "off", "output_tok_s": 1.0, "tpot_mean_ms": 20.0, **r}
+                                                for r in rows))
 
-    assert heaviest_load(dep({"load": "concurrency 8"}, {"load": "concurrency 64"})) == 64
-    assert heaviest_load(dep({"load": "rate 4/s", "ttft_mean_ms": 200.0, "tpot_mean_ms": 20.0})) == 42
+    assert heaviest_load(dep({"concurrency": 8}, {"concurrency": 64})) == 64
+    assert heaviest_load(dep({"rate_rps": 4.0, "ttft_mean_ms": 200.0})) == 42
     assert heaviest_load(dep()) == 1
 

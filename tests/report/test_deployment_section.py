@@ -27,7 +27,8 @@ def test_no_deployment_no_section() -> None:
 def test_the_section_names_the_calibration_and_each_run(tmp_path: Path) -> None:
     m = yaml.safe_load(DEP.read_text())
     m["residuals"] = [
-        {"run": f"{arm}{c}", "arm": arm, "load": f"concurrency {c}", "num_prompts": 4 * c, "output_tok_s": tok,
+        {"run": f"{arm}{c}", "arm": arm, "load": f"concurrency {c}", "concurrency": c, "num_prompts": 4 * c,
+         "output_tok_s": tok,
          "fitted_output_tok_s": tok * 1.01, "tpot_mean_ms": tpot, "fitted_tpot_mean_ms": tpot * 0.99}
         for arm, c, tok, tpot in (("off", 1, 110.0, 8.9), ("off", 16, 1500.0, 10.2), ("on", 1, 260.0, 3.7),
                                   ("on", 16, 3000.0, 5.1))]

@@ -4,59 +4,45 @@ each run against its fit, and the frontier the fit implies with the measured run
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 
 from specsim.report.context import Ctx, Section, md_table
-from specsim.scenario.deployment import Deployment, load_deployment
+from specsim.scenario.deployment import Deployment, load_deployment, resolve
 
 POINTS = 9  # loads on the predicted curve, geometric over the runs' range
 
 
 def scenario_deployment(c: Ctx) -> Deployment | None:
-    """The deployment the scenario names (relative to the scenario's folder, as it was read), or None."""
+    """The deployment the scenario names (read as the scenario read it), or None."""
     ref = c.s.raw.get("deployment")
-    if ref is None:
-        return None
-    path = Path(str(ref))
-    return load_deployment(path if path.is_absolute() or path.exists() else Path(c.s.path).parent / path)
-
-
-def _loads(d: Deployment) -> tuple[str, list[float]]:
-    """('concurrency' | 'rate', the runs' loads)."""
-    kinds = {str(r.get("load", "")).split(" ")[0] for r in d.residuals} & {"concurrency", "rate"}
-    values = sorted({v for v in _load_values(d) if v})
-    return (kinds.pop() if len(kinds) == 1 else "concurrency"), values
-
-
-def _load_values(d: Deployment) -> list[float]:
-    """Each run's load as a number (0 where the file does not say)."""
-    found = [re.match(r"(?:concurrency|rate) ([\d.]+)", str(r.get("load", ""))) for r in d.residuals]
-    return [float(m.group(1)) if m else 0.0 for m in found]
+    return None if ref is None else load_deployment(resolve(ref, Path(c.s.path).parent))
 
 
 def _curves(d: Deployment) -> dict[str, np.ndarray]:
-    """The predicted (tok/s, TPOT ms) per arm over the runs' range of loads (advise/fit_runs.simulate_points)."""
-    from specsim.advise.fit_runs import Point, flags_of, simulate_points
+    """The predicted (tok/s, TPOT ms) per arm over the runs' range of loads, through the runs' own
+    (advise/fit_runs.simulate_points), as many prompts per unit of load as the runs sent (a short run's ramp is
+    part of what it measured)."""
+    from specsim.advise.fit_runs import Point, flags_of, run_points, simulate_points
 
-    kind, loads = _loads(d)
+    runs = run_points(d)
+    rate = any(p.rate_rps is not None for p in runs)
+
+    def load(p: Point) -> float:
+        return float((p.rate_rps if rate else p.concurrency) or 0)
+
+    loads = sorted({load(p) for p in runs} - {0.0})
     if not loads:
         return {}
-    q, flags = d.question, flags_of(d)
-    span = np.geomspace(max(loads[0] / 2, 0.25 if kind == "rate" else 1.0), loads[-1] * 2, POINTS)
-    grid = np.unique(np.concatenate([span if kind == "rate" else np.round(span), loads]))  # through the runs' own
-    inp, out = int(q.get("input_len", 1024)), int(q.get("output_len", 1024))
-    # as many prompts per unit of load as the runs sent (a short run's ramp is part of what it measured)
-    per = [float(r["num_prompts"]) / v for r, v in zip(d.residuals, _load_values(d), strict=True)
-           if r.get("num_prompts") and v]
+    span = np.geomspace(max(loads[0] / 2, 0.25 if rate else 1.0), loads[-1] * 2, POINTS)
+    grid = np.unique(np.concatenate([span if rate else np.round(span), loads]))
+    per = [p.num_prompts / load(p) for p in runs if p.num_prompts and load(p)]
     size = float(np.median(per)) if per else None
-    pts = [Point(arm, None if kind == "rate" else int(x), inp, out, 1.0, 1.0,
-                 None if size is None else max(1, round(size * x)), "", x if kind == "rate" else None)
-           for arm in d.arms for x in grid]
-    a = np.cumprod(np.asarray(d.alphas[:int(q.get("k") or 1)], float))
-    pred = simulate_points(flags, d.calibration, float(1.0 + a.sum()) if len(a) else None, pts)
+    inp, out = int(d.question.get("input_len", 1024)), int(d.question.get("output_len", 1024))
+    pts = [Point(arm, None if rate else int(x), inp, out, 1.0, 1.0, None if size is None else max(1, round(size * x)),
+                 "", float(x) if rate else None) for arm in d.arms for x in grid]
+    pred = simulate_points(flags_of(d), d.calibration, d.tokens_per_step(), pts)
     return {arm: pred[[p.arm == arm for p in pts], :2] for arm in d.arms}
 
 
