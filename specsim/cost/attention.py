@@ -4,6 +4,9 @@ Pure numpy, broadcasting over any array arguments; the roofline pieces are roofl
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import cast
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -26,6 +29,23 @@ XQA_MAX_SUB_SEQ = 6000.0
 XQA_MAX_GROUP = 32.0  # head_grp_size <= 32 (supportConfigHMMA)
 XQA_MIN_BLOCK_FACTOR = 4.0  # kEnableMinBlockFactor
 XQA_MAX_Q = 16.0  # verification tokens per sequence XQA's speculative mode takes; prefill runs context FMHA
+# Widest head MMHA and XQA are built for (MMHA's head sizes 32-256, XQA's supportConfigHMMA): MLA's latent + rope
+# key (576 wide) runs neither. TensorRT-LLM sends an MLA layer's generation to AttentionOp::mlaGeneration (FlashMLA
+# on Hopper, its trtllm-gen / fmha MLA kernels elsewhere: cpp/tensorrt_llm/thop/attentionOp.cpp, "mlaGeneration
+# ... we don't go into enqueueGeneration"), a split-KV kernel reading the latent once for all query heads
+XQA_MAX_HEAD_DIM = 256.0
+
+
+def wide_head_profile(hw: HardwareProfile, head_dim: ArrayLike) -> HardwareProfile:
+    """The profile that times attention of heads wider than XQA takes (`XQA_MAX_HEAD_DIM`: MLA's latent) on a "xqa"
+    profile: the GPU's split-KV decode fit it holds (`HardwareProfile.split_kv`: FlashMLA on Hopper, trtllm-gen MLA
+    on Blackwell), else `hw` itself. The same object each call (the cost model's memos key on a profile's identity)."""
+    if hw.attention_kernel != "xqa" or hw.split_kv is None or not np.all(np.asarray(head_dim) > XQA_MAX_HEAD_DIM):
+        return hw
+    if (hit := hw.__dict__.get("_wide_head")) is None:  # beside the fields, as for_framework's derived profiles
+        eff, kernel = hw.split_kv
+        hit = hw.__dict__["_wide_head"] = replace(hw, efficiency=eff, attention_kernel=kernel, split_kv=None)
+    return cast(HardwareProfile, hit)
 
 
 def fa_block_n(head_dim: ArrayLike) -> Array:
@@ -75,20 +95,21 @@ def xqa_runs_mmha(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike
     each reading its KV head's cache) instead of XQA: XQA's HMMA kernel takes head sizes of multiples of 16 up
     to 256 and up to 32 query heads per KV head (supportConfigHMMA), and runs only where its CTAs, counted
     with one per 128 history tokens, make at least a quarter wave (mayHavePerfGain: blocks x 4 >= SMs).
-    Verification (q > 1) always runs XQA's speculative mode."""
+    Verification (q > 1) always runs XQA's speculative mode. Heads wider than 256 (MLA) run neither."""
     b, q, ctx, h, kvh, d = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len, heads, kv_heads,
                                                                    head_dim))
-    supported = (h / kvh <= XQA_MAX_GROUP) & (d % 16 == 0) & (d <= 256)
+    supported = (h / kvh <= XQA_MAX_GROUP) & (d % 16 == 0) & (d <= XQA_MAX_HEAD_DIM)
     gain = kvh * b * np.floor(ctx / XQA_MIN_TOKENS_PER_BLOCK) * XQA_MIN_BLOCK_FACTOR >= sms
-    return (q == 1) & ~(supported & gain)
+    return (q == 1) & ~(supported & gain) & (d <= XQA_MAX_HEAD_DIM)
 
 
 def xqa_paths(b: Array, q: Array, ctx: Array, h: Array, kvh: Array, d: Array, sms: float
               ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """(MMHA, XQA) masks of a "xqa" profile's attention: MMHA per `xqa_runs_mmha`, XQA for the other decode and
-    verification shapes it takes, the rest (prefill) the context FMHA kernel."""
+    verification shapes it takes, the rest (prefill, and MLA's 576-wide latent at any q: `XQA_MAX_HEAD_DIM`) the
+    split-KV ("fa3") form of the context FMHA / FlashMLA kernels."""
     mmha = xqa_runs_mmha(b, q, ctx, h, kvh, d, sms)
-    return mmha, ~mmha & (q <= XQA_MAX_Q) & (h / kvh <= XQA_MAX_GROUP)
+    return mmha, ~mmha & (q <= XQA_MAX_Q) & (h / kvh <= XQA_MAX_GROUP) & (d <= XQA_MAX_HEAD_DIM)
 
 
 def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike,
@@ -106,7 +127,9 @@ def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: Ar
     * "xqa" (TensorRT-LLM's decode kernels): XQA runs one CTA per (sequence x KV head) with its query heads,
       the KV cut into `xqa_num_splits` sub-sequences aiming at 8 waves of CTAs over the SMs (not one); where
       `xqa_runs_mmha` (the caller has already widened the KV to one head per query head), MMHA's split-KV
-      fills the SMs as "fa3" does; prefill runs the context FMHA kernel, as "fa3"."""
+      fills the SMs as "fa3" does; prefill runs the context FMHA kernel, as "fa3"; heads wider than XQA takes
+      (MLA) the GPU's split-KV kernel where the profile holds it (`wide_head_profile`)."""
+    hw = wide_head_profile(hw, head_dim)
     b, q, ctx, h, kvh, d = (np.asarray(a, dtype=float) for a in (batch, q_per_seq, context_len, heads, kv_heads,
                                                                    head_dim))
     sms = float(hw.sm_count)
@@ -154,6 +177,16 @@ def _xqa_time_s(b: Array, q: Array, ctx: Array, group: Array, kvh: Array, dqk: A
     return eff.attention_overhead_us * 1e-6 + _join(waves * cta_s, hbm_s, eff.attention_cta_overlap)
 
 
+def _wide_head_peak(hw: HardwareProfile, wide: HardwareProfile, dtype: str, kv_elem_bytes: Array) -> Array | float:
+    """Tensor-core peak of an attention's matmuls: `dtype`'s, but fp8's where `wide` (`wide_head_profile`) stands for
+    TensorRT-LLM's MLA generation over an fp8 KV cache (<= 1 byte a latent element), which quantises the queries to
+    fp8 and runs fp8 MMAs (mFP8GenerationMLA = quant_mode.hasFp8KvCache(), cpp/tensorrt_llm/thop/attentionOp.cpp;
+    AttentionOp::mlaGeneration fills quant_q_buf, cpp/tensorrt_llm/common/attentionOp.cpp)."""
+    if wide is hw:
+        return hw.peak(dtype)
+    return np.where(kv_elem_bytes <= 1.0, wide.peak("fp8"), wide.peak(dtype))
+
+
 def attention_time_s(
     batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
     qk_dim: ArrayLike, v_dim: ArrayLike, kv_bytes_per_token: ArrayLike, hw: HardwareProfile,
@@ -183,8 +216,10 @@ def attention_time_s(
       benchmark replaying one KV cache (`buffer_sets`, see `l2_hit_fraction`) reads it from L2.
     Returns (time, compute, memory, flops, bytes).
     """
+    wide = wide_head_profile(hw, qk_dim)
     b, q, ctx, h, kvh, dqk, dv, kvt = (np.asarray(a, dtype=float) for a in (
         batch, q_per_seq, context_len, heads, kv_heads, qk_dim, v_dim, kv_bytes_per_token))
+    peak, hw = _wide_head_peak(hw, wide, dtype, kvt / (kvh * dqk)), wide
     group = h / kvh
     keys = np.maximum(ctx - (q - 1.0) / 2.0, 1.0)
     flops = 2.0 * b * q * keys * h * (dqk + dv)
@@ -200,7 +235,7 @@ def attention_time_s(
     kv = b * ctx * kvt * reread
     bytes_ = kv + b * q * h * (dqk + dv) * act_bytes
     eff = hw.efficiency
-    compute = padded / (hw.peak(dtype) * eff.attention_compute)
+    compute = padded / (peak * eff.attention_compute)
     hit = 0.0 if buffer_sets is None else l2_hit_fraction(np.asarray(buffer_sets, dtype=float) * bytes_, hw)
     # MMHA's query heads of one KV head run side by side: all but the first read its cache from L2
     hit = np.maximum(hit, (1.0 - 1.0 / reread) * kv / bytes_)

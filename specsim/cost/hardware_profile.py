@@ -238,6 +238,12 @@ class HardwareProfile:
     #: Each engine's own kernels (issue 22): {framework: its fitted parameters}, fitted to NVIDIA's tables of that
     #: framework; the profile's own `efficiency` and all-reduce are vLLM's (the tables it was fitted to).
     frameworks: dict[str, FrameworkKernels] = field(default_factory=dict)
+    #: A "xqa" framework's decode kernel for heads wider than XQA and MMHA take (MLA's 576-wide latent), as
+    #: (efficiencies, kernel family): TensorRT-LLM's MLA generation runs FlashMLA on Hopper and its trtllm-gen MLA
+    #: kernels on sm100 (attention.XQA_MAX_HEAD_DIM), split-KV kernels of the family the GPU's own (vLLM) fit
+    #: describes (FA3 on Hopper, FlashInfer's trtllm-gen decode on Blackwell), not the XQA / MMHA rows the
+    #: framework's block was fitted to. Set by `for_framework`; None: the profile's own attention prices them.
+    split_kv: tuple[Efficiency, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.total_memory_bytes:
@@ -265,9 +271,14 @@ class HardwareProfile:
             impls = {**ic.allreduce_by_implementation}
             for impl, table in kernels.allreduce_by_implementation.items():
                 impls[impl] = {**impls.get(impl, {}), **table}
-            out = dataclasses.replace(self, efficiency=kernels.efficiency, frameworks={},
+            kernel = kernels.attention_kernel or self.attention_kernel
+            # FlashMLA (sm90) and trtllm-gen MLA (sm100) are split-KV kernels like the GPU's own "fa3" decode; on
+            # sm8x / sm120 ("fa2" profiles) TensorRT-LLM's MLA generation is neither and stays on the block's fit
+            split_kv = (self.efficiency, self.attention_kernel) \
+                if kernel == "xqa" and self.attention_kernel == "fa3" else None
+            out = dataclasses.replace(self, efficiency=kernels.efficiency, frameworks={}, split_kv=split_kv,
                                       interconnect=dataclasses.replace(ic, allreduce_by_implementation=impls),
-                                      attention_kernel=kernels.attention_kernel or self.attention_kernel,
+                                      attention_kernel=kernel,
                                       gemm_dispatch=self.gemm_dispatch if kernels.gemm_dispatch is None
                                       else kernels.gemm_dispatch, cost_model=choice)
         derived[framework] = out

@@ -16,9 +16,9 @@ from dataclasses import replace
 import numpy as np
 
 from specsim.cost.alltoall import alltoall_time_s
-from specsim.cost.attention import attention_num_splits
+from specsim.cost.attention import attention_num_splits, wide_head_profile
 from specsim.cost.dtypes import ACT_BYTES, LOGIT_BYTES
-from specsim.cost.envelope import monotone_in_q
+from specsim.cost.envelope import Q_ENVELOPE, monotone_in_q
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.mixers import indexer_ops, linear_mixer_ops
 from specsim.cost.model_spec import ModelSpec
@@ -89,7 +89,10 @@ def _attention_ops(c: Ctx) -> list[Op]:
         read = read / cp
         at, ac, am, af, ab = c.cm.attention(s.batch, s.q_per_seq, read, heads * cp, kvh, dqk, dv, kv_tok)
         at = monotone_in_q(lambda b, q, ctx: c.cm.attention(b, q, ctx, heads * cp, kvh, dqk, dv, kv_tok)[0],
-                           s.batch, s.q_per_seq, read, heads * cp / kvh, c.hw.attention_kernel, at)
+                           s.batch, s.q_per_seq, read, heads * cp / kvh, wide_head_profile(c.hw, dqk).attention_kernel,
+                           at)
+        if model.is_mla and label == "full":
+            at, ac, am, af, ab = _mla_prefill_form(c, read, heads * cp, (at, ac, am, af, ab))
         # Split-KV decode (flash-decoding) adds a combine kernel when the GPU's kernel splits the KV
         # (attention.attention_num_splits: units that do not fill the SMs; FA2 only for GQA decode).
         _, splits, _ = attention_num_splits(s.batch, s.q_per_seq, read, heads * cp, kvh, dqk, c.hw)
@@ -104,6 +107,27 @@ def _attention_ops(c: Ctx) -> list[Op]:
         ar = c.cm.allreduce(comm, cp, s.allreduce)
         ops.append(op(c, "context_parallel", "communication", 0.0 * t_, comm, ar, 0.0 * t_, ar, count, 2.0))
     return ops + indexer_ops(c) + [o]
+
+
+def _mla_prefill_form(c: Ctx, read: Array, heads: float, absorbed: tuple[Array, ...]) -> tuple[Array, ...]:
+    """MLA attention as the engines run a prefill chunk (q > Q_ENVELOPE, wider than any verification): in its MHA
+    form, the latent up-projected to per-head keys of qk_nope + rope = 192 and values of 128 (kvh = heads), not in
+    the absorbed form decode and verification run (one 576-wide latent KV head, 512-wide values: 3.4x the FLOPs per
+    key). vLLM's MLA _forward_prefill / _compute_prefill_context (vllm/v1/attention/backends/mla/common.py, since
+    model_executor/layers/attention/mla_attention.py: kv_b_proj, then FlashAttention varlen over 192 / 128), SGLang's
+    DeepseekV2AttentionMLA forward_normal (MHA for extend, absorbed for decode and target_verify), TensorRT-LLM's
+    context MLA (fmha over the up-projected K/V). NVIDIA's context_mla tables bear it out: TensorRT-LLM's H200
+    kernel at isl 16k-32k runs 570-600 TFLOPS counted in the MHA form, 1.9-2.0 PFLOPS (twice the dense peak)
+    counted absorbed. The up-projected K / V are read in bf16; the up-projection of a chunk's cached prefix
+    (kv_b_proj over ctx - q tokens) is not priced."""
+    model, s = c.model, c.s
+    prefill = np.asarray(s.q_per_seq, dtype=float) > Q_ENVELOPE
+    if not prefill.any():
+        return absorbed
+    dqk = float(model.qk_nope_head_dim + model.qk_rope_head_dim)
+    dv = float(model.v_head_dim)
+    mha = c.cm.attention(s.batch, s.q_per_seq, read, heads, heads, dqk, dv, heads * (dqk + dv) * ACT_BYTES)
+    return tuple(np.where(prefill, m, a) for m, a in zip(mha, absorbed, strict=True))
 
 
 def _mlp_ops(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:
