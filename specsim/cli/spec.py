@@ -121,14 +121,17 @@ def validate(
         "--published", help="instead: the planner's speedup error against published results, by source group",
     )] = False,
     corpus: Annotated[Path | None, typer.Option(
-        "--corpus", help="with --published (or --serving): a corpus CSV in specsim/validation/data/published.csv's "
-        "(serving.csv's) columns")] = None,
+        "--corpus", help="with --published (or --serving, --long-context): a corpus CSV in "
+        "specsim/validation/data/published.csv's (serving.csv's, long_context.csv's) columns")] = None,
     modules: Annotated[bool, typer.Option(
         "--modules", help="instead: the token mixers of 2026 (GDN decode, DSA generation module) against NVIDIA's "
         "module tables (pip install \".[tables]\"), by GPU, framework and batch band")] = False,
     serving: Annotated[bool, typer.Option(
         "--serving", help="instead: the serving simulation against published serving measurements with speculation "
         "off and on (on/off ratios, both arms, crossovers), by source group")] = False,
+    long_context: Annotated[bool, typer.Option(
+        "--long-context", help="instead: the planner's speedup error against published long-context (KV >= 16k) "
+        "speculative results (validation/data/long_context.csv), by source group")] = False,
     fmt: Fmt = "table",
 ) -> None:
     """Run the exact reference sampler against the formulas on seeded cases and compare; with
@@ -138,8 +141,13 @@ def validate(
     Exit status 1 if any reference check fails (2: bad input).
     """
     check_format(fmt)
-    if sum((published, modules, serving)) > 1:
-        raise SpecsimError("give one of --published, --modules and --serving")
+    if sum((published, modules, serving, long_context)) > 1:
+        raise SpecsimError("give one of --published, --modules, --serving and --long-context")
+    if long_context:
+        from specsim.cli.published import run_long_context
+
+        run_long_context(fmt, corpus)
+        return
     if serving:
         from specsim.cli.published import run_serving
 
