@@ -284,6 +284,20 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     _f("duration", "float", "traffic", "or every arrival within this many seconds", "simulate",
        scenario="traffic.duration_s", lo=1e-9, unit="s"),
     _f("seed", "int", "traffic", "random seed", "simulate", scenario="traffic.seed", lo=0, hi=2**32 - 1),
+    # cached prefixes and agent sessions (simulate/sessions.py)
+    _f("cached_fraction", "float", "traffic", "share of each prompt already in the prefix cache when it arrives "
+       "(1: a benchmark that warmed it, decode timed alone); whole blocks, the last one recomputed", "simulate",
+       scenario="traffic.cached_fraction", lo=0, hi=1),
+    _f("turns", "int", "traffic", "turns per session (agent / multi-turn traffic; --requests counts sessions): "
+       "each turn's prompt is the context so far plus --turn-input-len, from the prefix cache", "simulate",
+       scenario="traffic.sessions.turns", lo=1, hi=10_000),
+    _f("turn_input_len", "tokens", "traffic", "new prompt tokens of each later turn (tool results, the user's "
+       "message)", "simulate", default=512, scenario="traffic.sessions.turn_input", lo=0, hi=MAX_TOKENS),
+    _f("agent", "str", "traffic", "agent sessions drawn from a sourced profile (turns, appended tokens, outputs, "
+       "gaps): coding-agent | mooncake-conversation | vllm-multi-turn-bench; --requests counts sessions", "simulate",
+       scenario="traffic.sessions.profile", metavar="PROFILE"),
+    _f("think", "float", "traffic", "seconds between a turn's finish and the next turn's send (tool calls, the "
+       "user)", "simulate", default=0.0, scenario="traffic.sessions.think_s", lo=0, hi=86_400, unit="s"),
     # the engine's serving limits and policy (simulate)
     _f("max_num_seqs", "int", "serving", "the engine's running-request limit (default: 256, or the largest "
        "concurrency)", "simulate", scenario="serving.max_num_seqs", lo=1, hi=4096),
@@ -291,6 +305,13 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
        "simulate", scenario="serving.speculation", metavar="POLICY"),
     _f("target_rate", "float", "serving", "replicas needed for this many requests/s under the SLO", "simulate",
        scenario="serving.target_rate_rps", lo=1e-9, unit="req/s"),
+    _f("kv_block", "int", "serving", "prefix-cache block, tokens (default: the engine's: vLLM 16, 64 with an MLA "
+       "target; SGLang 1; TensorRT-LLM 32)", "simulate", scenario="serving.kv_cache.block_tokens", lo=1, hi=4096),
+    _f("kv_offload", "float", "serving", "host memory for KV per replica, GB (CPU offload / LMCache): cached "
+       "prefixes evicted from the GPU wait there and reload on a hit", "simulate",
+       scenario="serving.kv_cache.offload_gb", lo=0, hi=1e6, unit="GB"),
+    _f("host_bw", "float", "serving", "host-to-GPU bandwidth per GPU for KV reloads, GB/s (default: measured for "
+       "the GPU)", "simulate", scenario="serving.kv_cache.host_gb_per_s", lo=1e-3, hi=1e5, unit="GB/s"),
 )}
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ from specsim.errors import SpecsimError
 from specsim.plan.decide import target_of
 from specsim.plan.result import Plan
 from specsim.records import Json
+from specsim.scenario.kv_cache import drops_block
 from specsim.scenario.scenario import Scenario
 from specsim.scenario.sections import ServingSpec, parse_serving
 from specsim.scenario.serving import SLO, EngineConfig, Pricing
@@ -145,7 +146,12 @@ class Setup:
             seqs = min(seqs, cap)
         d = draft or self.draft
         verify = tree_verify_tokens(d, p.max_k) if d.is_tree and p.enabled else None
-        return EngineConfig(seqs, self.limits.max_num_batched_tokens, self.kv_tokens(p, draft), p, verify)
+        sc, cache = self.scenario, self.limits.kv_cache
+        kv_bytes = sc.model.kv_bytes_per_token(sc.kv_dtype)
+        return EngineConfig(seqs, self.limits.max_num_batched_tokens, self.kv_tokens(p, draft), p, verify,
+                            cache.block_for(sc.engine.name, sc.model.is_mla),
+                            drops_block(sc.engine.name, d.method if p.enabled else None), cache.host_tokens(kv_bytes),
+                            cache.reload_s_per_token(sc.hardware.name, self.gpus_per_replica, kv_bytes))
 
     @property
     def gpus_per_replica(self) -> int:
@@ -184,6 +190,9 @@ def make_setup(s: Scenario, *, rate: float | None = None, requests: int | None =
     was given (in its errors and as its source)."""
     traffic, file_seed, workloads = scenario_traffic(s)
     traffic = with_size(traffic, rate, requests, duration_s)
+    if traffic.sessions is not None and s.model.max_context_tokens:  # sessions end at the model's window
+        traffic = replace(traffic, sessions=replace(
+            traffic.sessions, max_context_tokens=s.model.max_context_tokens))
     if seed is not None and not 0 <= seed < 2**63:
         raise SpecsimError(f"--seed must be in [0, 2^63), got {seed}")
     limits = s.serving if s.serving is not None else parse_serving(None, Where(s.path, "serving"))

@@ -46,8 +46,16 @@ def scenario_traffic(s: Scenario) -> tuple[Traffic, int, tuple[Workload, ...]]:
                        "arrival rate); add a traffic section: arrivals, num_requests, prompt, output")
 
 
+SESSION_SAMPLE = 64  # sessions drawn to average a session traffic's lengths over
+
+
 def mean_lengths(traffic: Traffic) -> tuple[float, float]:
-    """Mean prompt and output tokens (a replayed trace's own where the traffic gives none)."""
+    """Mean prompt and output tokens (a replayed trace's own where the traffic gives none; over every turn of a
+    sample of sessions where the traffic has sessions)."""
+    if traffic.sessions is not None and not isinstance(traffic.arrivals, TraceArrivals):
+        sample = generate_requests(dataclasses.replace(traffic, arrivals=Poisson(1.0), num_requests=SESSION_SAMPLE,
+                                                       duration_s=None, concurrency=None), 0)
+        return float(sample.prompt_tokens.mean()), float(sample.output_tokens.mean())
     arr = traffic.arrivals
     trace = arr.trace if isinstance(arr, TraceArrivals) else None
     prompt = traffic.prompt.mean_tokens if traffic.prompt is not None else (

@@ -29,11 +29,11 @@ ROWS: tuple[str, ...] = (
     "tpot_median_ms", "tpot_p90_ms", "tpot_p99_ms", "itl_median_ms", "itl_p99_ms", "e2e_mean_ms", "e2e_median_ms",
     "e2e_p99_ms", "queue_p99_ms", "output_tok_s", "request_per_s", "per_user_tok_s", "acceptance_length",
     "goodput_rps", "slo_attainment_pct", "mean_decode_batch", "mean_waiting", "peak_kv_tokens", "preemptions",
-    "rejected", "cost_per_mtok_usd")
+    "rejected", "prefix_hit_pct", "cost_per_mtok_usd")
 #: names of the rows that are not the clients' figures
 OWN_LABELS = {"slo_attainment_pct": "SLO attainment (%)", "mean_decode_batch": "mean decode batch",
               "mean_waiting": "mean waiting", "peak_kv_tokens": "peak KV (tokens)", "preemptions": "preemptions",
-              "rejected": "rejected"}
+              "rejected": "rejected", "prefix_hit_pct": "prompt from cache (%)"}
 COUNTS = ("requests", "completed", "peak_kv_tokens", "preemptions", "rejected")
 
 
@@ -44,6 +44,7 @@ def run_values(r: Any, gpus: int, client: str) -> dict[str, Any]:
     m = r.metrics
     out: dict[str, Any] = {"requests": m.requests, "completed": m.completed, **run_figures(m, gpus, client)}
     out["slo_attainment_pct"] = None if m.slo_attainment is None else 100.0 * m.slo_attainment
+    out["prefix_hit_pct"] = None if m.prefix_hit_share is None else 100.0 * m.prefix_hit_share
     for name in ("goodput_rps", "mean_decode_batch", "mean_waiting", "peak_kv_tokens", "preemptions", "rejected",
                  "cost_per_mtok_usd"):
         out[name] = getattr(m, name)
@@ -239,8 +240,10 @@ def _head_lines(o: Outcome, data: dict[str, Any]) -> tuple[str, list[str]]:
         shape = f" (a tree: top-{tree['topk']}, {tree['num_draft_tokens']} nodes)" if tree else ""
         lines.append(f"on: {data['draft']}{shape}, policy {o.on.policy.label} (from {st.policy_source})")
     rate = data["traffic"]["simulated_rate_rps"]
+    reuse = st.traffic.reuse_text()
     lines.append(f"traffic: {o.requests.n:,} requests, {data['traffic']['arrivals']}"
-                 + (f"; {rate:.3g} requests/s simulated" if rate else "") + f"; seed {st.seed}")
+                 + (f"; {reuse}" if reuse else "") + (f"; {rate:.3g} requests/s simulated" if rate else "")
+                 + f"; seed {st.seed}")
     return head, lines
 
 

@@ -36,7 +36,12 @@ def requests_line(rows: pd.DataFrame, load: str) -> str:
     size = f"{sent.iloc[0]:,}" if sent.nunique() == 1 else f"{sent.min():,}-{sent.max():,}"
     short = rows[rows["completed"] < rows["requests"]]
     done = "all completed" if short.empty else f"{len(short)} of {len(rows)} rows completed fewer"
-    return f"requests simulated per load point: {size}; {done}"
+    line = f"requests simulated per load point: {size}; {done}"
+    if "prefix_hit_share" in rows and rows["prefix_hit_share"].notna().any():
+        hit = rows["prefix_hit_share"].astype(float)
+        share = f"{hit.min():.0%}" if hit.max() - hit.min() < 0.005 else f"{hit.min():.0%}-{hit.max():.0%}"
+        line += f"; prompt tokens served from the prefix cache: {share}"
+    return line
 
 
 def _arrived(setup: Setup, rates: list[float] | None) -> dict[float, float | None]:
@@ -136,7 +141,8 @@ def emit_sweep(setup: Setup, frame: pd.DataFrame, fmt: str, rates: list[float] |
 def _frontier_title(setup: Setup, f: Frontier) -> str:
     s = setup.scenario
     prompt, output = (setup.traffic.prompt, setup.traffic.output)
-    lengths = f"{_length_text(prompt)} in / {_length_text(output)} out"
+    lengths = f"{_length_text(prompt)} in / {_length_text(output)} out" if prompt is not None else ""
+    lengths = ", ".join(x for x in (lengths, setup.traffic.reuse_text()) if x)
     return (f"{s.model.name} on {setup.gpus_per_replica}x {s.hardware.name} ({s.engine.name}), weights "
             f"{s.model.precision_label(s.weight_dtype)}, {lengths}, "
             f"{'closed-loop clients' if f.load == 'concurrency' else 'open loop'}, measured as the {f.client} "

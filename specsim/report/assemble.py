@@ -85,6 +85,12 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
         front = frontier_section(c, runs)
         if front is not None:
             sections.append(front)
+    if s.traffic is not None:
+        from specsim.report.sections.agentic import agentic_section
+
+        agentic = agentic_section(c)
+        if agentic is not None:
+            sections.append(agentic)
     tick(STEPS[9])
     sections.append(provenance_section(c, reference))
     return c, sections

@@ -73,6 +73,9 @@ def override(data: dict[str, Any], g: Given, client: str, every_draft: bool = Fa
     benchmark client whose random lengths a range ratio draws; `every_draft`: the draft fields set every draft
     (the flags named them), else the one --draft names. The run's size (--rate, --requests, --duration, --seed)
     is the simulation's to apply (advise/traffic.with_size: a rate curve keeps its shape at that mean)."""
+    lengths = [FIELDS[n].flag for n in ("input_len", "output_len", "range_ratio") if g.given(n)]
+    if g.given("agent") and lengths:
+        raise SpecsimError(f"{lengths[0]}: --agent draws the lengths from its profile; give one or the other")
     out = copy.deepcopy(data)
     for name in TOP:
         if g.given(name):
@@ -86,7 +89,28 @@ def override(data: dict[str, Any], g: Given, client: str, every_draft: bool = Fa
                 _acceptance(d, g)
     _serving(out, g)
     _traffic(out, g, client)
+    for name in PATH_FIELDS:  # written as they are, at their dotted place
+        if g.given(name):
+            _put(out, FIELDS[name].scenario, g[name])
+    if g.given("agent") and isinstance(out.get("traffic"), dict):  # the profile draws the file's lengths
+        for key in ("prompt", "output"):
+            out["traffic"].pop(key, None)
     return out
+
+
+#: fields a flag writes at their scenario place as given (the prefix cache, sessions, the KV tiers)
+PATH_FIELDS = ("cached_fraction", "turns", "turn_input_len", "think", "agent", "kv_block", "kv_offload", "host_bw")
+
+
+def _put(out: dict[str, Any], path: str, value: Any) -> None:
+    *parents, key = path.split(".")
+    node = out
+    for p in parents:
+        nxt = node.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise SpecsimError(f"the scenario's '{p}' is not a section; {path} cannot be set in it")
+        node = nxt
+    node[key] = value
 
 
 def _serving(out: dict[str, Any], g: Given) -> None:

@@ -37,13 +37,14 @@ serving:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specsim.acceptance.priors import TASKS, task_of_dataset
 from specsim.errors import SpecsimError
 from specsim.files import read_yaml_mapping
+from specsim.scenario.kv_cache import KvCacheSpec
 from specsim.scenario.serving import SLO, EngineConfig
 from specsim.scenario.traces import Trace, read_trace
 from specsim.scenario.traffic import (
@@ -57,6 +58,7 @@ from specsim.scenario.traffic import (
     Poisson,
     RateCurve,
     Saturated,
+    SessionShape,
     TraceArrivals,
     Traffic,
     Uniform,
@@ -258,6 +260,7 @@ class ServingSpec:
     draft: str | None = None  # the scenario draft simulated (its label); None: the analytic plan's choice
     plan_policy: bool = False  # speculation absent or 'plan': the analytic plan's policy for the draft
     seqs_given: bool = False  # max_num_seqs was set (else an engine's own cap under speculation applies)
+    kv_cache: KvCacheSpec = field(default_factory=KvCacheSpec)
 
     def engine(self, kv_capacity_tokens: int | None = None) -> EngineConfig:
         """EngineConfig with the file's KV capacity, else the one given (from the memory model)."""
@@ -270,7 +273,7 @@ class ServingSpec:
 def parse_serving(raw: object, where: Where) -> ServingSpec:
     raw = mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
     only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
-                       "target_rate_rps", "gpus_per_replica", "draft"})
+                       "target_rate_rps", "gpus_per_replica", "draft", "kv_cache"})
     seqs = number(raw, "max_num_seqs", where, 256, lo=1, integer=True)
     budget = number(raw, "max_num_batched_tokens", where, 8192, lo=1, integer=True)
     kv = number(raw, "kv_capacity_tokens", where, lo=1, integer=True) if "kv_capacity_tokens" in raw else None
@@ -298,7 +301,38 @@ def parse_serving(raw: object, where: Where) -> ServingSpec:
                   number(s, "tpot_ms", w, lo=0, strict_lo=True) / 1e3, pct)
     rate = number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
     gpus = number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
-    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan, "max_num_seqs" in raw)
+    cache = parse_kv_cache(raw["kv_cache"], where.at("kv_cache")) if "kv_cache" in raw else KvCacheSpec()
+    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan, "max_num_seqs" in raw, cache)
+
+
+def parse_kv_cache(raw: object, where: Where) -> KvCacheSpec:
+    """serving.kv_cache: block_tokens, offload_gb, host_gb_per_s (scenario/kv_cache.py)."""
+    raw = mapping(raw, where, "block_tokens, offload_gb, host_gb_per_s")
+    only(raw, where, {"block_tokens", "offload_gb", "host_gb_per_s"})
+    block = number(raw, "block_tokens", where, lo=1, integer=True) if "block_tokens" in raw else None
+    bw = number(raw, "host_gb_per_s", where, lo=0, strict_lo=True) if "host_gb_per_s" in raw else None
+    offload = number(raw, "offload_gb", where, 0.0, lo=0)
+    if bw is not None and offload == 0:
+        raise where.error("field 'host_gb_per_s' prices reloads from a host tier: give 'offload_gb' (--kv-offload) "
+                          "too", "host_gb_per_s")
+    return KvCacheSpec(block, offload, bw)
+
+
+def parse_sessions(raw: object, where: Where) -> SessionShape:
+    """traffic.sessions: turns, turn_input (tokens), think_s (scenario/traffic.py `SessionShape`)."""
+    raw = mapping(raw, where, "turns, turn_input, think_s | profile")
+    only(raw, where, {"turns", "turn_input", "think_s", "profile"})
+    if "profile" in raw:
+        drawn = [k for k in ("turns", "turn_input", "think_s") if k in raw]
+        if drawn:
+            raise where.error(f"field '{drawn[0]}': the agent profile draws it; give one or the other", drawn[0])
+        name = raw["profile"]
+        return where.build(lambda: SessionShape(1, 0, 0.0, str(name)), "profile")
+    if "turns" not in raw:
+        raise where.error("missing field 'turns' (turns per session)")
+    return SessionShape(number(raw, "turns", where, lo=1, integer=True),
+                        number(raw, "turn_input", where, 512, lo=0, integer=True),
+                        number(raw, "think_s", where, 0.0, lo=0))
 
 
 @dataclass(frozen=True)
@@ -311,17 +345,20 @@ class TrafficSpec:
 
 def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
     raw = mapping(raw, where, "arrivals, num_requests | duration_s, prompt, output, workloads, seed")
-    only(raw, where, {"arrivals", "num_requests", "duration_s", "prompt", "output", "workloads", "seed"})
+    only(raw, where, {"arrivals", "num_requests", "duration_s", "prompt", "output", "workloads", "seed",
+                       "cached_fraction", "sessions"})
     if "arrivals" not in raw:
         raise where.error("missing field 'arrivals'")
     arrivals = parse_arrivals(raw["arrivals"], where.at("arrivals"), base_dir)
     trace = arrivals.trace if isinstance(arrivals, TraceArrivals) else None
     prompt = output = None
+    sessions_raw = raw.get("sessions")
+    profiled = isinstance(sessions_raw, dict) and "profile" in sessions_raw
     for key in ("prompt", "output"):
         if key in raw:
             dist = parse_lengths(raw[key], where.at(key), base_dir, trace)
             prompt, output = (dist, output) if key == "prompt" else (prompt, dist)
-        elif trace is None:
+        elif trace is None and not profiled:
             raise where.error(f"missing field '{key}' (a length distribution; only a replayed trace has its own)")
     n = number(raw, "num_requests", where, lo=1, integer=True) if "num_requests" in raw else None
     if n is not None and n > MAX_REQUESTS:
@@ -338,7 +375,11 @@ def parse_traffic(raw: object, where: Where, base_dir: Path) -> TrafficSpec:
     if seed >= 2**63:
         raise where.error(f"field 'seed' must be below 2^63, got {seed}", "seed")
     clients = parse_concurrency(raw["arrivals"], where.at("arrivals"))
-    traffic = where.build(lambda: Traffic(arrivals, prompt, output, n, duration, clients))
+    cached = number(raw, "cached_fraction", where, 0.0, lo=0)
+    if cached > 1:
+        raise where.error(f"field 'cached_fraction' must be in [0, 1], got {cached:g}", "cached_fraction")
+    sessions = parse_sessions(raw["sessions"], where.at("sessions")) if "sessions" in raw else None
+    traffic = where.build(lambda: Traffic(arrivals, prompt, output, n, duration, clients, cached, sessions))
     expected = traffic.mean_rate_rps * duration if duration is not None else 0.0
     if expected > MAX_REQUESTS:
         raise where.error(f"field 'duration_s': {duration:g} s at {traffic.mean_rate_rps:g} requests/s is about "

@@ -39,9 +39,21 @@ class EngineConfig:
     kv_capacity_tokens: int = 1_000_000
     policy: Policy = field(default_factory=Policy)
     verify_tokens: tuple[int, ...] | None = None
+    # the prefix cache (simulate/sessions.py): its block (vLLM 16 on CUDA, SGLang 1), the matched blocks a draft
+    # reading the target's hidden states drops (EAGLE / MTP: 1, vLLM kv_cache_manager.py), a host tier's capacity
+    # and its reload seconds per token (KV bytes per token / the host link's bandwidth)
+    kv_block_tokens: int = 16
+    cache_drop_blocks: int = 0
+    host_kv_tokens: int = 0
+    host_reload_s_per_token: float = 0.0
 
     def __post_init__(self) -> None:
         _int_at_least("max_num_seqs", self.max_num_seqs, 1)
+        _int_at_least("kv_block_tokens", self.kv_block_tokens, 1)
+        _int_at_least("cache_drop_blocks", self.cache_drop_blocks, 0)
+        _int_at_least("host_kv_tokens", self.host_kv_tokens, 0)
+        if not (self.host_reload_s_per_token >= 0 and math.isfinite(self.host_reload_s_per_token)):
+            raise SpecsimError(f"serving: host_reload_s_per_token must be >= 0, got {self.host_reload_s_per_token}")
         _int_at_least("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         _int_at_least("kv_capacity_tokens", self.kv_capacity_tokens, 1)
         if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM SchedulerConfig enforces the same

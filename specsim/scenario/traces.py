@@ -48,6 +48,8 @@ class Trace:
     prompt_tokens: IntArray
     output_tokens: IntArray
     dropped: int = 0  # rows with 0 output tokens (failed requests)
+    #: leading prompt tokens in blocks an earlier request began with (block-hash traces; None: not recorded)
+    shared_prefix_tokens: IntArray | None = None
 
     @property
     def n(self) -> int:
@@ -116,6 +118,8 @@ def read_trace(path: str | Path, layout: str = "auto", model: str | None = None)
     p = Path(path)
     if not p.is_file():
         raise SpecsimError(f"{p}: no such trace file")
+    if p.suffix.lower() == ".jsonl" and layout in ("auto", "mooncake"):
+        return _block_trace(p)
     if layout != "auto" and layout not in LAYOUTS:
         raise SpecsimError(f"{p.name}: unknown trace layout '{layout}' (allowed: auto, {', '.join(LAYOUTS)})")
     try:
@@ -152,3 +156,14 @@ def read_trace(path: str | Path, layout: str = "auto", model: str | None = None)
     if len(t) == 0:
         raise SpecsimError(f"{p.name}: every request has 0 output tokens")
     return Trace(str(p), found, t - t[0], prompt[keep][order], output[keep][order], int((~keep).sum()))
+
+
+def _block_trace(path: Path) -> Trace:
+    """A block-hash trace (Mooncake's JSONL: timestamp, input_length, output_length, hash_ids of 512-token blocks;
+    scenario/agent_trace.py) as a Trace with each request's prefix shared with an earlier one."""
+    from specsim.scenario.agent_trace import read_agent_trace
+
+    t = read_agent_trace(path)
+    keep = t.output_tokens > 0
+    return Trace(str(path), "mooncake", t.arrival_s[keep], t.prompt_tokens[keep], t.output_tokens[keep],
+                 int((~keep).sum()), t.shared_prefix_tokens[keep])

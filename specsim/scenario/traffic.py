@@ -43,26 +43,47 @@ from specsim.scenario.lengths import (
     check_positive,
     range_ratio_lengths,
 )
+from specsim.scenario.requests import (
+    STREAM_ACCEPTANCE,
+    STREAM_CLASSES,
+    STREAM_THINNING,
+    STREAM_TRAFFIC,
+    STREAM_TURNS,
+    Requests,
+    rng_for,
+)
+from specsim.scenario.session_shape import SessionShape
 from specsim.scenario.traces import Trace
 
-__all__ = ["RANGE_CLIENTS", "STREAM_ACCEPTANCE", "STREAM_CLASSES", "STREAM_THINNING", "STREAM_TRAFFIC", "Arrivals",
-           "Constant", "Empirical", "Fixed", "Gamma", "LengthDist", "Lognormal", "Poisson", "RateCurve", "Requests",
-           "Saturated", "TraceArrivals", "Traffic", "Uniform", "generate_requests", "range_ratio_lengths", "rng_for"]
+__all__ = [
+    "RANGE_CLIENTS",
+    "STREAM_ACCEPTANCE",
+    "STREAM_CLASSES",
+    "STREAM_THINNING",
+    "STREAM_TRAFFIC",
+    "Arrivals",
+    "Constant",
+    "Empirical",
+    "Fixed",
+    "Gamma",
+    "LengthDist",
+    "Lognormal",
+    "Poisson",
+    "RateCurve",
+    "Requests",
+    "Saturated",
+    "SessionShape",
+    "TraceArrivals",
+    "Traffic",
+    "Uniform",
+    "generate_requests",
+    "range_ratio_lengths",
+    "rng_for",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 DAY_S = 86_400.0
-
-# Independent random streams (numpy SeedSequence spawn keys) per purpose, so that e.g. speculation on and
-# off see identical arrivals and lengths whatever else consumes randomness.
-STREAM_TRAFFIC = 0
-STREAM_CLASSES = 1
-STREAM_ACCEPTANCE = 2
-STREAM_THINNING = 3
-
-
-def rng_for(seed: int, stream: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([int(seed), int(stream)]))
 
 
 def _unit_renewal(rng: np.random.Generator, cv: float, n: int | None, horizon: float | None) -> FloatArray:
@@ -264,57 +285,11 @@ class Saturated:
 Arrivals = Poisson | Gamma | RateCurve | TraceArrivals | Constant | Saturated
 
 
-@dataclass(frozen=True, eq=False)
-class Requests:
-    """Requests sorted by arrival: arrival time (s), prompt and output lengths (tokens, >= 1)."""
-
-    arrival_s: FloatArray
-    prompt_tokens: IntArray
-    output_tokens: IntArray
-    concurrency: int | None = None  # closed loop: at most this many sent and unfinished (module docstring)
-
-    def __post_init__(self) -> None:
-        if self.concurrency is not None and (isinstance(self.concurrency, bool) or self.concurrency < 1):
-            raise SpecsimError(f"requests: concurrency must be an integer >= 1, got {self.concurrency!r}")
-        a, p, o = self.arrival_s, self.prompt_tokens, self.output_tokens
-        if not len(a) == len(p) == len(o):
-            raise SpecsimError("requests: arrival, prompt and output arrays differ in length")
-        if len(a) and ((np.diff(a) < 0).any() or not np.isfinite(a).all()):
-            raise SpecsimError("requests: arrival times must be finite and sorted")
-        if len(a) and (np.min(p) < 1 or np.min(o) < 1):
-            raise SpecsimError("requests: prompt and output lengths must be >= 1 token")
-
-    @classmethod
-    def at_once(cls, n: int, prompt_tokens: int, output_tokens: int, time_s: float = 0.0) -> Requests:
-        """n identical requests all arriving at time_s (constant-concurrency checks)."""
-        return cls(np.full(n, float(time_s)), np.full(n, prompt_tokens, dtype=np.int64),
-                   np.full(n, output_tokens, dtype=np.int64))
-
-    @property
-    def n(self) -> int:
-        return len(self.arrival_s)
-
-    @property
-    def mean_rate_rps(self) -> float:
-        span = float(self.arrival_s[-1] - self.arrival_s[0]) if self.n > 1 else 0.0
-        return (self.n - 1) / span if span > 0 else float("inf")
-
-    def subset(self, keep: npt.NDArray[np.bool_]) -> Requests:
-        return Requests(self.arrival_s[keep], self.prompt_tokens[keep], self.output_tokens[keep], self.concurrency)
-
-    def thin(self, keep_fraction: float, seed: int = 0) -> Requests:
-        """Random thinning: each request kept with probability keep_fraction (thinned Poisson stays Poisson,
-        at rate x keep_fraction). One uniform per request from `seed`, so smaller fractions keep nested
-        subsets (the requests one of 4 replicas sees are among those one of 2 replicas sees)."""
-        if not 0 < keep_fraction <= 1:
-            raise SpecsimError(f"thinning: keep_fraction must be in (0, 1], got {keep_fraction}")
-        return self.subset(rng_for(seed, STREAM_THINNING).random(self.n) < keep_fraction)
-
-
 @dataclass(frozen=True)
 class Traffic:
     """What arrives: a process, lengths (None = the trace's own, with trace arrivals), and how many
-    (num_requests, or every arrival within duration_s)."""
+    (num_requests, or every arrival within duration_s: sessions, with `sessions`); the share of each prompt
+    already cached when it arrives."""
 
     arrivals: Arrivals
     prompt: LengthDist | None = None
@@ -322,8 +297,12 @@ class Traffic:
     num_requests: int | None = None
     duration_s: float | None = None
     concurrency: int | None = None  # closed loop: N clients (module docstring); None: open loop
+    cached_fraction: float = 0.0
+    sessions: SessionShape | None = None
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.cached_fraction <= 1.0:
+            raise SpecsimError(f"traffic: field 'cached_fraction' must be in [0, 1], got {self.cached_fraction!r}")
         if self.concurrency is not None and (isinstance(self.concurrency, bool) or not isinstance(
                 self.concurrency, int) or self.concurrency < 1):
             raise SpecsimError(f"traffic: field 'concurrency' must be an integer >= 1, got {self.concurrency!r}")
@@ -337,12 +316,32 @@ class Traffic:
             raise SpecsimError(f"traffic: field 'num_requests' must be >= 1, got {self.num_requests}")
         if self.duration_s is not None:
             check_positive("duration_s", self.duration_s)
-        if not isinstance(self.arrivals, TraceArrivals) and (self.prompt is None or self.output is None):
-            raise SpecsimError("traffic: 'prompt' and 'output' lengths are needed unless arrivals replay a trace")
+        profiled = self.sessions is not None and self.sessions.profile is not None
+        if profiled and (self.prompt is not None or self.output is not None):
+            raise SpecsimError("traffic: an agent profile draws the lengths: give no 'prompt' or 'output' with it")
+        if not isinstance(self.arrivals, TraceArrivals) and not profiled and (self.prompt is None or
+                                                                                self.output is None):
+            raise SpecsimError("traffic: 'prompt' and 'output' lengths are needed unless arrivals replay a trace or "
+                               "an agent profile draws them")
 
     @property
     def mean_rate_rps(self) -> float:
         return self.arrivals.mean_rate_rps
+
+    def reuse_text(self) -> str:
+        """The prefix reuse asked, for an answer's title ('' when none): the cached share and the sessions."""
+        parts = []
+        if self.cached_fraction > 0:
+            parts.append(f"{self.cached_fraction:.0%} of each prompt cached")
+        s = self.sessions
+        if s is not None and s.profile is not None:
+            parts.append(f"{s.profile} sessions (lengths, turns and gaps from its sourced profile)")
+        elif s is not None:
+            parts.append(f"sessions of {s.turns} turns (+{s.turn_input_tokens:,} in per turn, {s.think_s:g} s "
+                         "between)")
+        if s is not None and s.max_context_tokens:
+            parts.append(f"a session ends at the {s.max_context_tokens:,}-token window")
+        return ", ".join(parts)
 
     def with_rate(self, rate_rps: float) -> Traffic:
         """The same traffic scaled to a mean arrival rate (rates multiplied, or a trace sped up). With
@@ -360,7 +359,39 @@ class Traffic:
 
 
 def generate_requests(traffic: Traffic, seed: int = 0) -> Requests:
-    """Seeded requests: arrivals and each length from its own random stream (same seed, same requests)."""
+    """Seeded requests: arrivals and each length from its own random stream (same seed, same requests); then the
+    sessions' later turns and the cached share of each prompt (`_turns`)."""
+    return _turns(_first_requests(traffic, seed), traffic, seed)
+
+
+def _turns(req: Requests, traffic: Traffic, seed: int) -> Requests:
+    """Each request the first turn of a session (`SessionShape`): turn i + 1's prompt is turn i's prompt and
+    output plus the turn's new tokens, its output drawn from the output lengths (a stream of its own); the cached
+    share of every prompt (whole tokens, the engine rounds to its blocks)."""
+    shape = traffic.sessions
+    if shape is not None and shape.profile is not None:
+        from specsim.scenario.agent_sessions import profile_requests
+
+        req = profile_requests(req, shape.profile, rng_for(seed, STREAM_TURNS), shape.max_context_tokens)
+    elif shape is not None and shape.turns > 1:
+        from specsim.scenario.agent_sessions import fixed_requests
+
+        later = None if traffic.output is None else traffic.output.sample(req.n * (shape.turns - 1),
+                                                                          rng_for(seed, STREAM_TURNS))
+        req = fixed_requests(req, shape, later)
+    elif shape is not None:
+        req = Requests(req.arrival_s, req.prompt_tokens, req.output_tokens, req.concurrency, None,
+                       np.arange(req.n, dtype=np.int64), np.full(req.n, shape.think_s))
+    if traffic.cached_fraction > 0:
+        cached = np.floor(traffic.cached_fraction * req.prompt_tokens).astype(np.int64)
+        if req.cached_tokens is not None:
+            cached = np.maximum(cached, req.cached_tokens)
+        req = Requests(req.arrival_s, req.prompt_tokens, req.output_tokens, req.concurrency, cached, req.session,
+                       req.think_s)
+    return req
+
+
+def _first_requests(traffic: Traffic, seed: int) -> Requests:
     ss = np.random.SeedSequence([int(seed), STREAM_TRAFFIC])
     r_arr, r_prompt, r_out = (np.random.default_rng(s) for s in ss.spawn(3))
     arr = traffic.arrivals
@@ -371,8 +402,13 @@ def generate_requests(traffic: Traffic, seed: int = 0) -> Requests:
                   else traffic.prompt.sample(len(rows), r_prompt))
         output = (arr.trace.output_tokens[rows] if traffic.output is None
                   else traffic.output.sample(len(rows), r_out))
-        return Requests(times, prompt.astype(np.int64), output.astype(np.int64), traffic.concurrency)
+        shared = arr.trace.shared_prefix_tokens  # a block-hash trace's prefixes seen earlier (an unbounded cache)
+        cached = None if shared is None or traffic.prompt is not None else np.minimum(shared[rows], prompt)
+        return Requests(times, prompt.astype(np.int64), output.astype(np.int64), traffic.concurrency,
+                        None if cached is None else cached.astype(np.int64))
     times = arr.times(r_arr, traffic.num_requests, traffic.duration_s)
-    assert traffic.prompt is not None and traffic.output is not None
+    if traffic.prompt is None or traffic.output is None:  # an agent profile draws them (`_turns`)
+        ones = np.ones(len(times), dtype=np.int64)
+        return Requests(times, ones, ones, traffic.concurrency)
     return Requests(times, traffic.prompt.sample(len(times), r_prompt), traffic.output.sample(len(times), r_out),
                     traffic.concurrency)

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -46,56 +44,17 @@ from specsim.scenario.serving import EngineConfig
 from specsim.scenario.traffic import STREAM_ACCEPTANCE, STREAM_CLASSES, Requests, rng_for
 from specsim.scenario.workload import AcceptanceMix
 from specsim.simulate.cost import StepCost, StepTable, interpolate_row, rows_of
-from specsim.simulate.state import INF, Clients, LogRow, Loop, Running
-from specsim.simulate.stretch import join_arrivals
+from specsim.simulate.result import SimResult, result_of
+
+__all__ = ["SimResult", "simulate"]
+from specsim.simulate.sessions import PrefixCache, Sessions
+from specsim.simulate.state import INF, Clients, Loop, Running, finished, place_sends
+from specsim.simulate.stretch import head_hit, join_arrivals
 from specsim.simulate.stretch import stretch as _stretch  # `simulate` calls the fast path by this name
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True, eq=False)
-class StepLog:
-    """One row per iteration. `running` and `waiting` are counted after scheduling, at the step's start;
-    `arrival_area_s` is the request-seconds spent waiting by requests that arrived during the step."""
-
-    start_s: FloatArray
-    duration_s: FloatArray
-    decode_batch: IntArray
-    running: IntArray
-    waiting: IntArray
-    k: IntArray
-    prefill_tokens: IntArray
-    tokens: IntArray
-    kv_tokens: IntArray  # held at the step's end
-    arrival_area_s: FloatArray
-    emitted: IntArray  # (steps, max_k + 2): decoding requests that emitted e tokens in the step, column e
-
-    @property
-    def n(self) -> int:
-        return len(self.start_s)
-
-
-@dataclass(frozen=True, eq=False)
-class SimResult:
-    """Per-request times (NaN for rejected requests), the step log and what the run was given."""
-
-    requests: Requests
-    engine: EngineConfig
-    seed: int
-    workload: IntArray  # workload class of each request
-    scheduled_s: FloatArray  # first scheduled (end of queueing)
-    first_token_s: FloatArray
-    finish_s: FloatArray
-    preemptions: IntArray
-    rejected: BoolArray
-    steps: StepLog
-    resume_gaps_s: FloatArray  # token gaps across a preemption (recompute)
-
-    @property
-    def completed(self) -> BoolArray:
-        return np.asarray(~self.rejected)
 
 
 def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_context: float) -> StepTable:
@@ -109,28 +68,13 @@ def _table_for(cost: StepCost, engine: EngineConfig, k_of_b: list[int], max_cont
     return StepTable.build(cost, engine.max_num_seqs, rows, max_context, engine.max_num_batched_tokens, rows=rows)
 
 
-def _log_array(log: list[LogRow], blocks: list[tuple[int, FloatArray]]) -> FloatArray:
-    """The step log as one (steps, 10) array: the rows logged one by one, with the fast path's blocks placed where
-    they were logged (each after the rows logged before it)."""
-    rows = np.fromiter(chain.from_iterable(log), np.float64, count=10 * len(log)).reshape(-1, 10)
-    if not blocks:
-        return rows
-    parts: list[FloatArray] = []
-    at = 0
-    for pos, block in blocks:
-        parts += [rows[at:pos], block]
-        at = pos
-    parts.append(rows[at:])
-    return np.concatenate(parts)
-
-
 #: Steady stretches (see `simulate`): at most this many steps are drawn ahead at once, and a stretch shorter than
 #: MIN_STRETCH steps is left to the step-by-step path.
 STRETCH_MAX = 1024
 MIN_STRETCH = 3
 #: Acceptance draws taken from the seed's stream at once (a refill discards what is left of the buffer).
 DRAWS = 1 << 16
-_NO_CHUNKS: tuple[list[tuple[list[int], int]], int, float] = ([], 0, 0.0)
+_NO_CHUNKS: tuple[list[tuple[list[int], int]], int, float, int, float] = ([], 0, 0.0, 0, 0.0)
 
 
 def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None = None,
@@ -144,7 +88,7 @@ def simulate(requests: Requests, engine: EngineConfig, cost: StepCost, acceptanc
     (``fast=False``, kept for tests)."""
     lp = _start(requests, engine, cost, acceptance, seed)
     _run(lp, fast)
-    return _result(lp, requests, engine, seed)
+    return result_of(lp, requests, engine, seed)
 
 
 def _start(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance: AcceptanceMix | None,
@@ -167,40 +111,62 @@ def _start(requests: Requests, engine: EngineConfig, cost: StepCost, acceptance:
     cum_n: list[float] = np.concatenate([[0.0], np.cumsum(admitted)]).tolist()
     cum_t: list[float] = np.concatenate([[0.0], np.cumsum(requests.arrival_s * admitted)]).tolist()
     rej_list: list[bool] = rejected.tolist()
-    clients = Clients.start(requests.concurrency, arr_list, cum_n, cum_t, rej_list)
+    workload = mix.assign(n, rng_for(seed, STREAM_CLASSES))
+    cache = None
+    if requests.cached_tokens is not None or requests.session is not None:
+        cache = PrefixCache(engine.kv_capacity_tokens, engine.kv_block_tokens, engine.cache_drop_blocks,
+                            engine.host_kv_tokens, engine.host_reload_s_per_token)
+    sessions = None
+    if requests.session is not None and requests.think_s is not None:
+        sessions = Sessions.start(requests, workload, engine.kv_capacity_tokens - engine.max_verify_tokens)
+        arr_list, cum_n, cum_t, rej_list = [INF] * n, [0.0], [0.0], [False] * n
+        workload = np.zeros(n, dtype=np.int64)
+    clients = None if sessions is not None else Clients.start(requests.concurrency, arr_list, cum_n, cum_t, rej_list)
     nan = float("nan")
-    return Loop(arr_list, cum_n, cum_t, rej_list if rejected.any() else None, deque(), prompt_a.tolist(),
-                out_a.tolist(), [0] * n, engine.kv_capacity_tokens, engine.max_num_batched_tokens,
-                engine.max_num_seqs, table.decode_rows(np.asarray(k_of_b)), table.context_points(), table, k_of_b,
-                engine.verify_by_batch().tolist(), np.ascontiguousarray(mix.survival(kmax).T),
-                mix.assign(n, rng_for(seed, STREAM_CLASSES)), rng_for(seed, STREAM_ACCEPTANCE), table.prefill_time,
-                clients, np.full(n, nan), [nan] * n, [nan] * n, [0] * n, {}, [], [], [], [], [0], [], [], [], [], [])
+    cached = None if requests.cached_tokens is None else requests.cached_tokens.tolist()
+    if sessions is not None and cached is None:
+        cached = [0] * n
+    session_of = None if requests.session is None else requests.session.tolist()
+    lp = Loop(arr_list, cum_n, cum_t, rej_list if rejected.any() or sessions else None, deque(), prompt_a.tolist(),
+              out_a.tolist(), [0] * n, engine.kv_capacity_tokens, engine.max_num_batched_tokens,
+              engine.max_num_seqs, table.decode_rows(np.asarray(k_of_b)), table.context_points(), table, k_of_b,
+              engine.verify_by_batch().tolist(), np.ascontiguousarray(mix.survival(kmax).T),
+              workload, rng_for(seed, STREAM_ACCEPTANCE), table.prefill_time,
+              clients, np.full(n, nan), [nan] * n, [nan] * n, [0] * n, {}, [], [], [], [], [0], [], [], [], [], [],
+              cache, cached, session_of, sessions, [0] * n if cache is not None else None)
+    if sessions is not None:
+        place_sends(lp, sessions.due(0.0))
+    return lp
 
 
 def _run(lp: Loop, fast: bool) -> None:
     """The event loop (module docstring), one pass per iteration, until every admitted request has finished."""
-    arr, rej, waiting, pre, log, clients = lp.arrivals, lp.rejected, lp.waiting, lp.pre, lp.log, lp.clients
+    arr, rej, waiting, pre, log = lp.arrivals, lp.rejected, lp.waiting, lp.pre, lp.log
+    sess = lp.sessions
     k_of_b, w_of_b, dec_rows, grid, cum_n, cum_t = lp.k_of_b, lp.w_of_b, lp.dec_rows, lp.grid, lp.cum_n, lp.cum_t
     n, cap = len(arr), lp.cap
     run: Running = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
                     np.empty((len(lp.surv_t), 0), dtype=np.float64))
     ubuf, upos = lp.urng.random(DRAWS), 0
     dec_kv = pre_kv = na = 0  # KV tokens of decoding requests (sum of their contexts) and of partial prefills
-    t = arr[0] if n else 0.0
+    t = (arr[0] if sess is None else min(arr[0], sess.next_s())) if n else 0.0
     while True:
+        if sess is not None and sess.heap and sess.heap[0][0] <= t:
+            place_sends(lp, sess.due(t))
         if na < n and arr[na] <= t:
             na = join_arrivals(arr, na, t, waiting, rej)
         nd = len(run[0])
-        if nd == 0 and not pre and not waiting:
-            if na >= n or arr[na] == INF:
+        if nd == 0 and not pre and not waiting:  # idle: on to the next arrival (or a session's next send)
+            t = arr[na] if na < n and arr[na] != INF else max(t, sess.next_s()) if sess is not None else INF
+            if t == INF:
                 break
-            t = arr[na]
             continue
         if nd and dec_kv + pre_kv + nd * w_of_b[nd] > cap:  # 1. KV slots for the decodes' tokens
             run, dec_kv, pre_kv, nd = _preempt(lp, run, dec_kv, pre_kv, t)
         k = k_of_b[nd]
         # 2. Chunked prefill of running then waiting requests, within the budget, seats and KV.
-        chunks, p_tok, p_ctx = _admit(lp, t, nd, dec_kv, pre_kv) if pre or waiting else _NO_CHUNKS
+        chunks, p_tok, p_ctx, hit_kv, reload_s = _admit(lp, t, nd, dec_kv, pre_kv) if pre or waiting else _NO_CHUNKS
+        pre_kv += hit_kv
         if nd == 0 and p_tok == 0:
             pre_kv = _stall(lp, pre_kv)
             continue
@@ -210,21 +176,18 @@ def _run(lp: Loop, fast: bool) -> None:
             lp.table.refresh_rows(dec_rows, k_of_b, nd, dec_kv / nd)
             dt = interpolate_row(dec_rows[nd], grid, dec_kv / nd)
         if fast and nd and not pre:  # nothing prefilling, nothing admitted: maybe a steady stretch
-            lim = STRETCH_MAX  # up to the next arrival (admitted unless seats, budget or KV stop it), the draws
-            if not waiting and na < n and dt > 0.0 and arr[na] != INF:  # left and the first finish
-                lim = min(lim, int((arr[na] - t) / dt) + 1)
-            if k:
-                lim = min(lim, (len(ubuf) - upos) // nd)  # a refill discards the rest of the buffer
+            lim = _stretch_limit(lp, t, dt, na, nd, k, len(ubuf) - upos, run)
             if lim >= MIN_STRETCH:
-                lim = min(lim, int(np.min(run[2])))
-            if lim >= MIN_STRETCH:
+                ids = run[0]
                 t, na, dec_kv, upos, run = _stretch(lim, t, dt, na, nd, k, dec_kv, pre_kv, upos, ubuf, run, lp)
-                if clients is not None and len(run[0]) < nd:  # the stretch ended with finishes at t
-                    clients.send(nd - len(run[0]), t)
+                if len(run[0]) < nd:  # the stretch ended with finishes at t
+                    _stretch_finished(lp, ids, run[0], t)
                 continue
         if p_tok:
-            dt += lp.prefill_time(p_tok, p_ctx / p_tok)
+            dt += lp.prefill_time(p_tok, p_ctx / p_tok) + reload_s
         t_end = t + dt
+        if sess is not None and sess.heap and sess.heap[0][0] <= t_end:
+            place_sends(lp, sess.due(t_end))
         running, n_wait = nd + len(pre), len(waiting)
         j = bisect_right(arr, t_end, na)
         area = (cum_n[j] - cum_n[na]) * t_end - (cum_t[j] - cum_t[na])
@@ -242,6 +205,31 @@ def _run(lp: Loop, fast: bool) -> None:
             tokens += first
         log.append((t, dt, nd, running, n_wait, k if nd else 0, p_tok, tokens, dec_kv + pre_kv, area))
         t = t_end
+
+
+def _stretch_limit(lp: Loop, t: float, dt: float, na: int, nd: int, k: int, draws_left: int, run: Running) -> int:
+    """The most steps a steady stretch from t may take: up to the next arrival (admitted unless seats, budget or KV
+    stop it), the draws left (a refill discards the rest of the buffer), a session's next send (the step spanning
+    it steps alone) and the first finish."""
+    arr, sess = lp.arrivals, lp.sessions
+    lim = STRETCH_MAX
+    if not lp.waiting and na < len(arr) and dt > 0.0 and arr[na] != INF:
+        lim = min(lim, int((arr[na] - t) / dt) + 1)
+    if k:
+        lim = min(lim, draws_left // nd)
+    if sess is not None and sess.heap and dt > 0.0:
+        lim = min(lim, int((sess.heap[0][0] - t) / dt))
+    if lim >= MIN_STRETCH:
+        lim = min(lim, int(np.min(run[2])))
+    return lim
+
+
+def _stretch_finished(lp: Loop, before: IntArray, after: IntArray, t: float) -> None:
+    """A stretch ended with finishes at t: the closed loop's clients send, sessions go on (state.finished)."""
+    if lp.clients is not None:
+        lp.clients.send(len(before) - len(after), t)
+    if lp.cache is not None:
+        finished(lp, before[~np.isin(before, after)].tolist(), t)
 
 
 def _preempt(lp: Loop, run: Running, dec_kv: int, pre_kv: int, t: float) -> tuple[Running, int, int, int]:
@@ -266,10 +254,13 @@ def _preempt(lp: Loop, run: Running, dec_kv: int, pre_kv: int, t: float) -> tupl
     return (run_id, run_ctx, run_rem, run_s), dec_kv, pre_kv, nd
 
 
-def _admit(lp: Loop, t: float, nd: int, dec_kv: int, pre_kv: int) -> tuple[list[tuple[list[int], int]], int, float]:
+def _admit(lp: Loop, t: float, nd: int, dec_kv: int, pre_kv: int
+           ) -> tuple[list[tuple[list[int], int]], int, float, int, float]:
     """This step's prefill chunks: partial prefills continue, then waiting requests are admitted in arrival order
-    while the token budget, the seats (max_num_seqs) and the KV cache hold their chunk; the first that does not
-    fit stops admission (first come, first served). Returns the chunks, their tokens and their tokens x context."""
+    while the token budget, the seats (max_num_seqs) and the KV cache hold their chunk (and their cached prefix,
+    which they prefill from: sessions.py); the first that does not fit stops admission (first come, first served).
+    Returns the chunks, their tokens, their tokens x context, the cached tokens admitted and their reload seconds
+    from the host tier."""
     w = nd * lp.w_of_b[nd]
     budget = lp.budget_max - w
     free = lp.cap - dec_kv - pre_kv - w
@@ -286,14 +277,26 @@ def _admit(lp: Loop, t: float, nd: int, dec_kv: int, pre_kv: int) -> tuple[list[
         free -= c
         p_tok += c
         p_ctx += c * (item[1] + c / 2.0)
+    hit_kv, reload_s, cache = 0, 0.0, lp.cache
     while waiting and budget > 0 and nd + len(pre) < lp.max_seqs:
         rid = waiting[0]
         target = prompt[rid] + gen[rid]
-        c = min(target, budget)
-        if c > free:
-            break
+        if cache is None:
+            c, h = min(target, budget), 0
+            if c > free:
+                break
+        else:
+            h = head_hit(lp, rid, lp.cap - free)
+            c = min(target - h, budget)
+            if h + c > free:
+                break
+            h, reload = cache.claim(lp.session_of[rid] if lp.session_of else -1, lp.cap - free, target, c, h)
+            reload_s += reload
+            hit_kv += h
+            free -= h
+            lp.hit_of[rid] = h  # type: ignore[index]
         waiting.popleft()
-        item = [rid, 0, target]
+        item = [rid, h, target]
         pre.append(item)
         if sched_s[rid] != sched_s[rid]:  # NaN: first time scheduled
             sched_s[rid] = t
@@ -301,8 +304,8 @@ def _admit(lp: Loop, t: float, nd: int, dec_kv: int, pre_kv: int) -> tuple[list[
         budget -= c
         free -= c
         p_tok += c
-        p_ctx += c * c / 2.0
-    return chunks, p_tok, p_ctx
+        p_ctx += c * (h + c / 2.0)
+    return chunks, p_tok, p_ctx, hit_kv, reload_s
 
 
 def _stall(lp: Loop, pre_kv: int) -> int:
@@ -342,6 +345,8 @@ def _decode(lp: Loop, run: Running, k: int, u: FloatArray | None, t_end: float, 
         lp.finish[run_id[fin]] = t_end
         if lp.clients is not None:
             lp.clients.send(int(fin.sum()), t_end)
+        if lp.cache is not None:
+            finished(lp, run_id[fin].tolist(), t_end)
         dec_kv -= int(run_ctx[fin].sum())
         keep = ~fin
         run_id, run_ctx, run_rem, run_s = run_id[keep], run_ctx[keep], run_rem[keep], run_s[:, keep]
@@ -375,6 +380,8 @@ def _complete(lp: Loop, chunks: list[tuple[list[int], int]], run: Running, t_end
             lp.finish[rid] = t_end
             if lp.clients is not None:
                 lp.clients.send(1, t_end)
+            if lp.cache is not None:
+                finished(lp, [rid], t_end)
         else:
             new.append((rid, target, out[rid] - g))
             dec_kv += target
@@ -388,35 +395,3 @@ def _complete(lp: Loop, chunks: list[tuple[list[int], int]], run: Running, t_end
     return run, pre_kv, dec_kv, tokens
 
 
-def _histogram(lp: Loop, steps_n: int, width: int) -> IntArray:
-    """(steps, width): decoding requests that emitted e tokens in each step, column e."""
-    hist = np.zeros((steps_n, width), dtype=np.int64)
-    if lp.spec_steps or lp.spec_blocks:
-        idx = [np.repeat(np.asarray(lp.spec_steps, dtype=np.int64), [len(x) for x in lp.spec_counts])]
-        idx += [np.repeat(np.arange(first, first + len(b), dtype=np.int64), b.shape[1]) for first, b in lp.spec_blocks]
-        counts = [*lp.spec_counts, *(b.ravel() for _, b in lp.spec_blocks)]
-        hist += np.bincount(np.concatenate(idx) * width + np.concatenate(counts),
-                            minlength=steps_n * width).reshape(steps_n, width)
-    if lp.plain_steps:
-        at, batch = np.asarray(lp.plain_steps, dtype=np.int64).reshape(-1, 2).T
-        hist[at, 1] = batch
-    for first, m, batch_size in lp.plain_blocks:
-        hist[first:first + m, 1] = batch_size
-    return hist
-
-
-def _result(lp: Loop, requests: Requests, engine: EngineConfig, seed: int) -> SimResult:
-    """The run's result from its state: the step log as arrays, the emitted-token histogram, per-request times (the
-    send times of a closed loop: TTFT and e2e count from them)."""
-    cols = _log_array(lp.log, lp.blocks)
-    hist = _histogram(lp, len(cols), engine.policy.max_k + 2)
-    steps = StepLog(cols[:, 0], cols[:, 1], cols[:, 2].astype(np.int64), cols[:, 3].astype(np.int64),
-                    cols[:, 4].astype(np.int64), cols[:, 5].astype(np.int64), cols[:, 6].astype(np.int64),
-                    cols[:, 7].astype(np.int64), cols[:, 8].astype(np.int64), cols[:, 9], hist)
-    if lp.clients is not None:
-        requests = Requests(np.asarray(lp.arrivals), requests.prompt_tokens, requests.output_tokens,
-                            requests.concurrency)
-    rejected = np.asarray(lp.rejected if lp.rejected is not None else np.zeros(requests.n, dtype=bool), dtype=bool)
-    return SimResult(requests, engine, seed, lp.workload, np.asarray(lp.sched_s), np.asarray(lp.first_s), lp.finish,
-                     np.asarray(lp.preempt, dtype=np.int64), rejected, steps,
-                     np.asarray(lp.resume_gaps, dtype=np.float64))

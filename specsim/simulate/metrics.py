@@ -173,6 +173,8 @@ class ServingMetrics:
     policy: str
     cost_per_mtok_usd: float | None
     timeseries: TimeSeries | None
+    #: share of the completed requests' prompt tokens served from the prefix cache (None: not modelled)
+    prefix_hit_share: float | None = None
 
 
 def summarize(result: SimResult, slo: SLO | None = None, pricing: Pricing | None = None,
@@ -221,4 +223,6 @@ def summarize(result: SimResult, slo: SLO | None = None, pricing: Pricing | None
         peak_kv_tokens=int(np.max(st.kv_tokens)) if st.n else 0, mean_kv_tokens=avg(st.kv_tokens),
         tokens_per_decode_step=float((st.emitted * e[None, :]).sum() / decode_slots) if decode_slots else math.nan,
         preemptions=int(result.preemptions.sum()), policy=result.engine.policy.label,
-        cost_per_mtok_usd=price, timeseries=time_series(result, bins) if bins else None)
+        cost_per_mtok_usd=price, timeseries=time_series(result, bins) if bins else None,
+        prefix_hit_share=(float(result.hit_tokens[done].sum() / max(1, result.requests.prompt_tokens[done].sum()))
+                          if result.hit_tokens is not None else None))

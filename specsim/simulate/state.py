@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from specsim.simulate.cost import StepTable
+from specsim.simulate.sessions import PrefixCache, Sessions
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -112,3 +113,40 @@ class Loop:
     plain_steps: list[tuple[int, int]]
     spec_blocks: list[tuple[int, IntArray]]  # steady stretches: first step, counts (steps, decode batch)
     plain_blocks: list[tuple[int, int, int]]  # steady stretches without speculation: first step, steps, batch
+    # cached prefixes and sessions (sessions.py); None: not modelled (nothing cached, no sessions)
+    cache: PrefixCache | None = None
+    cached: list[int] | None = None  # each slot's own cached prompt tokens (`Requests.cached_tokens`)
+    session_of: list[int] | None = None  # each slot's session (-1: none)
+    sessions: Sessions | None = None
+    hit_of: list[int] | None = None  # the tokens each slot's (last) admission found cached
+
+
+def place_sends(lp: Loop, due: list[tuple[float, int]]) -> None:
+    """Sessions' sends that are due take the next slots (sessions.py): the slot's send time, lengths, cached tokens,
+    session and workload class; a turn that could never fit the KV cache is rejected and ends its session."""
+    sess = lp.sessions
+    assert sess is not None and lp.rejected is not None and lp.cached is not None and lp.session_of is not None
+    s = len(sess.request_of) - len(due)
+    for a, r in due:
+        lp.arrivals[s] = a
+        lp.prompt[s], lp.out[s] = sess.prompt[r], sess.output[r]
+        lp.cached[s], lp.session_of[s] = sess.cached[r], sess.session[r]
+        lp.workload[s] = sess.workload[r]
+        rej = sess.prompt[r] + sess.output[r] > sess.kv_limit
+        lp.rejected[s] = rej
+        lp.cum_n.append(lp.cum_n[-1] + (not rej))
+        lp.cum_t.append(lp.cum_t[-1] + (0.0 if rej else a))
+        if rej:
+            sess.end(a)
+        s += 1
+
+
+def finished(lp: Loop, slots: list[int], t: float) -> None:
+    """Requests finished at t: their sessions' contexts are cached, their next turns sent (sessions.py)."""
+    if lp.cache is not None and lp.session_of is not None:
+        for s in slots:
+            g = lp.session_of[s]
+            if g >= 0:
+                lp.cache.put(g, lp.prompt[s] + lp.out[s])
+    if lp.sessions is not None:
+        lp.sessions.finished([lp.sessions.request_of[s] for s in slots], t)

@@ -97,7 +97,7 @@ def _steps(lim: int, f: int, toks: list[int], csum: IntArray | None, t: float, d
         if na < n and arr[na] <= t:
             na = join_arrivals(arr, na, t, waiting, lp.rejected)
         free = lp.cap - dec_kv - pre_kv - kv_step
-        if free < 0 or (waiting and can_admit and min(lp.prompt[waiting[0]] + lp.gen[waiting[0]], budget) <= free):
+        if free < 0 or (waiting and can_admit and head_need(lp, waiting[0], budget, free) <= free):
             break
         x = dec_kv / nd
         j = bisect_right(grid, x) - 1  # interpolate_row inline
@@ -139,6 +139,8 @@ def _quiet_steps(upto: int, toks: list[int], t: float, dt: float, na: int, nd: i
     stop = free < 0
     waiting = lp.waiting
     if waiting and can_admit:
+        if lp.cache is not None:  # the head's cached prefix depends on the KV held: left to `_steps`
+            return t, dt, dec_kv, 0
         stop |= min(lp.prompt[waiting[0]] + lp.gen[waiting[0]], budget) <= free
     stop |= np.isnan(nxt)  # a block of the table not evaluated yet: left to the step-by-step path
     hit = np.flatnonzero(stop)
@@ -182,3 +184,23 @@ def join_arrivals(arr: list[float], na: int, t: float, waiting: deque[int], reje
     j = bisect_right(arr, t, na)
     waiting.extend([i for i in range(na, j) if not rejected[i]] if rejected is not None else range(na, j))
     return j
+
+
+def head_hit(lp: Loop, rid: int, held: int) -> int:
+    """The cached tokens request `rid` would prefill from if admitted now, with `held` KV tokens in use: its own
+    cached tokens or its session's cached context, whichever serves more (sessions.py)."""
+    cache = lp.cache
+    assert cache is not None and lp.cached is not None and lp.hit_of is not None
+    target = lp.prompt[rid] + lp.gen[rid]
+    own = cache.usable(lp.cached[rid], target) if lp.cached[rid] else 0
+    session = lp.session_of[rid] if lp.session_of is not None else -1
+    return max(own, cache.peek(session, held, target))
+
+
+def head_need(lp: Loop, rid: int, budget: int, free: int) -> int:
+    """The KV tokens admitting request `rid` would take now: its first chunk, plus its cached prefix."""
+    target = lp.prompt[rid] + lp.gen[rid]
+    if lp.cache is None:
+        return min(target, budget)
+    h = head_hit(lp, rid, lp.cap - free)
+    return h + min(target - h, budget)

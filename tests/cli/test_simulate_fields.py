@@ -106,6 +106,19 @@ CASES: dict[str, tuple[list[str], Any]] = {
     "max_num_seqs": (["--max-num-seqs", "1"], _set("serving.max_num_seqs", 1)),
     "policy": (["--policy", "k=2,off>1"], _set("serving.speculation", "k=2,off>1")),
     "target_rate": (["--target-rate", "5"], _set("serving.target_rate_rps", 5.0)),
+    "cached_fraction": (["--cached-fraction", "0.5"], _set("traffic.cached_fraction", 0.5)),
+    "turns": (["--turns", "3"], _set("traffic.sessions", {"turns": 3})),
+    "turn_input_len": (["--turns", "2", "--turn-input-len", "100"],
+                       _set("traffic.sessions", {"turns": 2, "turn_input": 100})),
+    "think": (["--turns", "2", "--think", "0.5"], _set("traffic.sessions", {"turns": 2, "think_s": 0.5})),
+    "agent": (["--agent", "vllm-multi-turn-bench"],
+              _sets(lambda d: [d["traffic"].pop(k) for k in ("prompt", "output")],
+                    _set("traffic.sessions", {"profile": "vllm-multi-turn-bench"}))),
+    "kv_block": (["--turns", "2", "--kv-block", "64"],
+                 _sets(_set("traffic.sessions", {"turns": 2}), _set("serving.kv_cache", {"block_tokens": 64}))),
+    "kv_offload": (["--kv-offload", "10"], _set("serving.kv_cache", {"offload_gb": 10.0})),
+    "host_bw": (["--kv-offload", "10", "--host-bw", "20"],
+                _set("serving.kv_cache", {"offload_gb": 10.0, "host_gb_per_s": 20.0})),
 }
 #: the measured-as client is the command's to say (both sides are told it)
 BOTH = {"client": ["--client", "sglang"]}
@@ -160,6 +173,8 @@ def test_the_flags_alone_are_the_benchmark_scenario(tmp_path: Path) -> None:
 #: flags whose case here leaves the rows as they were, and why (documented, not ignored: each changes other runs)
 SAME_HERE = {
     "cost_model": "roofline is the H100 profile's own cost model; --cost-model table changes it (tests/cost)",
+    "kv_offload": "nothing here is evicted from the GPU to reload (tests/simulate/test_sessions.py prices reloads)",
+    "host_bw": "nothing here reloads from the host tier (tests/simulate/test_sessions.py)",
 }
 
 
