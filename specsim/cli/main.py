@@ -49,6 +49,7 @@ COMMAND_MODULES = {
     "evaluate": "spec", "validate": "spec", "beta": "spec",
     "hardware": "catalog", "models": "catalog", "ops": "costs", "forward": "costs", "predict": "costs",
     "engines": "engines",
+    "fleet": "fleet", "pools": "pools",
     "fit-runs": "deploy", "bench": "calib", "import": "calib", "calibrate": "calib", "calibrate-tables": "calib",
 }
 
