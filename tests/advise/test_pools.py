@@ -12,7 +12,7 @@ from specsim.errors import SpecsimError
 from tests.corpus.harness import invoke
 
 BASE = ["pools", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "eagle3", "--input-len", "3000", "--output-len",
-        "200", "--rate", "5", "--requests", "120"]
+        "200", "--rate", "5", "--requests", "60"]
 
 
 def test_ratios_parse_both_spellings() -> None:

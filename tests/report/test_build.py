@@ -151,7 +151,8 @@ def test_html_is_self_contained(path: Path, tmp_path_factory: pytest.TempPathFac
     # frontier add one each
     # and a prior's acceptance band, the choice against acceptance (tests/report/test_choice_figure.py)
     choice = int((out / "figures" / "choice.png").exists())
-    assert len(srcs) == len(pngs) == (9 if "traffic" in load_scenario(path).raw else 7) + choice
+    agentic = int("sessions" in load_scenario(path).raw.get("traffic", {}))  # agent sessions' own section
+    assert len(srcs) == len(pngs) == (9 if "traffic" in load_scenario(path).raw else 7) + choice + agentic
     embedded = {base64.b64decode(src.removeprefix("data:image/png;base64,")) for src in srcs}
     assert all(src.startswith("data:image/png;base64,") for src in srcs)
     assert embedded == {p.read_bytes() for p in pngs}
