@@ -44,3 +44,17 @@ def test_per_proposal_rates_become_per_step_rates_by_the_proposal_coverage() -> 
     rates = m.profile("central").rates_for(5)
     assert rates[0] == pytest.approx(0.69 * (1.95 - 1.0) / (3.63 - 1.0), rel=1e-6)
     assert rates[1] == pytest.approx(0.57 / 0.69, rel=1e-6)  # deeper conditionals unchanged
+
+
+def test_trtllm_code_edit_rows_keep_their_published_mean_at_the_depth_their_acceptance_rate_implies() -> None:
+    """TensorRT-LLM logs Accept Rate = accepted / drafted and Accept Len (bonus included). On
+    glaiveai/code_edits_sample: EAGLE3 on Llama-3.1-8B-Instruct 0.2976 / 3.38 (PR #12130, k not stated: the row
+    implies (3.38 - 1) / 0.2976 = 8), DeepSeek-V3.1 MTP with 8 next-n steps 0.2704 / 3.16 (PR #11434)."""
+    cat = load_catalogue()
+    eagle3 = cat.by_id("trtllm-pr12130-eagle3-llama3p1-8b-codeedit-bs1")
+    assert eagle3.shape.depth == 8 and eagle3.shape.assumed
+    assert eagle3.tau_for(8) == pytest.approx(3.38, abs=0.01)
+    mtp = cat.by_id("trtllm-pr11434-mtp-deepseek-v3p1-nvfp4-codeedit-k8")
+    assert mtp.shape.depth == 8
+    assert mtp.tau_for(8) == pytest.approx(3.16, abs=0.01)
+    assert (mtp.tau_for(8) - 1.0) / 8 == pytest.approx(0.2704, abs=0.002)
