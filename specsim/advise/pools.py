@@ -17,12 +17,13 @@ import numpy as np
 
 from specsim.advise.simulation import Setup
 from specsim.errors import SpecsimError
+from specsim.scenario.kv_cache import DEFAULT_KV_LINK_GB_PER_S
 from specsim.scenario.traffic import Requests, generate_requests
 from specsim.simulate.disagg import Pools, simulate_pools
 from specsim.simulate.engine import simulate
 from specsim.step.policy import Policy
 
-DEFAULT_LINK_GB_PER_S = 43.5  # per GPU (module docstring)
+DEFAULT_LINK_GB_PER_S = DEFAULT_KV_LINK_GB_PER_S  # per GPU (module docstring)
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,10 @@ class PoolRow:
 
 
 def parse_ratios(text: str) -> list[tuple[int, int]]:
-    """'1:1,1:2,2:1' (or 1P2D) -> [(1, 1), (1, 2), (2, 1)]; one line on a bad entry."""
-    out = []
-    for part in text.split(","):
-        p = part.strip().upper().replace("P", ":").replace("D", "")
-        try:
-            x, y = (int(v) for v in p.split(":"))
-        except ValueError:
-            raise SpecsimError(f"--pd: '{part.strip()}' is not prefill:decode replicas (e.g. 1:2 or 1P2D)") from None
-        if not (1 <= x <= 64 and 1 <= y <= 64):
-            raise SpecsimError(f"--pd: replicas per pool must be in [1, 64], got '{part.strip()}'")
-        out.append((x, y))
-    return out
+    """'1:1,1:2,2:1' (or 1P2D) -> [(1, 1), (1, 2), (2, 1)] (scenario/kv_cache.parse_pd)."""
+    from specsim.scenario.kv_cache import parse_pd
+
+    return list(parse_pd(text))
 
 
 def _pct(values: np.ndarray, q: float) -> float:

@@ -87,10 +87,9 @@ def build_sections(s: Scenario, reference: Path | None = None, progress: Progres
             sections.append(front)
     if s.traffic is not None:
         from specsim.report.sections.agentic import agentic_section
+        from specsim.report.sections.pools import pools_section
 
-        agentic = agentic_section(c)
-        if agentic is not None:
-            sections.append(agentic)
+        sections += [sec for sec in (agentic_section(c), pools_section(c)) if sec is not None]
     tick(STEPS[9])
     sections.append(provenance_section(c, reference))
     return c, sections

@@ -1,5 +1,6 @@
-"""The engine's prefix cache and host KV tier as a scenario asks for them (serving.kv_cache), and the defaults each
-engine and GPU brings (simulate/sessions.py prices them).
+"""The engine's prefix cache and host KV tier as a scenario asks for them (serving.kv_cache), the defaults each
+engine and GPU brings (simulate/sessions.py prices them), and the prefill / decode pools a scenario compares
+(serving.pools; simulate/disagg.py).
 
 Defaults, each with its source (research/serving-2026.md):
 - block: vLLM 16 tokens on CUDA unless the attention backend forces more (FlashMLA 64: an MLA target gets 64)
@@ -63,3 +64,41 @@ class KvCacheSpec:
 def drops_block(engine: str, draft_method: str | None) -> int:
     """Matched blocks a lookup drops: 1 in vLLM with a draft reading the target's hidden states [V-KVM]."""
     return int(engine.split("-")[0].lower() == "vllm" and (draft_method or "") in HIDDEN_STATE_DRAFTS)
+
+
+#: KV transfer bandwidth per GPU between prefill and decode pools: one 400 Gb/s NIC per GPU (ConnectX-7 in DGX H100 /
+#: B200) at the 87% of line rate Mooncake's transfer engine measured (87 GB/s on 4 x 200 Gb/s RoCE;
+#: research/serving-2026.md section 5.2, [MOONCAKE])
+DEFAULT_KV_LINK_GB_PER_S = 43.5
+
+
+@dataclass(frozen=True)
+class PoolsSpec:
+    """serving.pools: the prefill:decode replica layouts to compare (xPyD), the KV link between the pools (GB/s per
+    GPU) and its per-transfer latency (ms; not found published: 0)."""
+
+    pd: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (2, 1))
+    kv_link_gb_per_s: float = DEFAULT_KV_LINK_GB_PER_S
+    kv_latency_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.pd or any(not (1 <= x <= 64 and 1 <= y <= 64) for x, y in self.pd):
+            raise SpecsimError(f"pools: replicas per pool must be in [1, 64], got {list(self.pd)}")
+        if not self.kv_link_gb_per_s > 0 or not self.kv_latency_ms >= 0:
+            raise SpecsimError("pools: the KV link must be > 0 GB/s and its latency >= 0 ms")
+
+
+def parse_pd(text: str) -> tuple[tuple[int, int], ...]:
+    """'1:1,1:2,2:1' (or 1P2D) -> ((1, 1), (1, 2), (2, 1)); one line on a bad entry."""
+    out = []
+    for part in str(text).split(","):
+        p = part.strip().upper().replace("P", ":").replace("D", "")
+        try:
+            x, y = (int(v) for v in p.split(":"))
+        except ValueError:
+            raise SpecsimError(f"--pd (serving.pools.pd): '{part.strip()}' is not prefill:decode replicas (e.g. 1:2, "
+                               "1P2D)") from None
+        if not (1 <= x <= 64 and 1 <= y <= 64):
+            raise SpecsimError(f"--pd (serving.pools.pd): replicas per pool must be in [1, 64], got '{part.strip()}'")
+        out.append((x, y))
+    return tuple(out)

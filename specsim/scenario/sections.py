@@ -44,7 +44,7 @@ from typing import Any
 from specsim.acceptance.priors import TASKS, task_of_dataset
 from specsim.errors import SpecsimError
 from specsim.files import read_yaml_mapping
-from specsim.scenario.kv_cache import KvCacheSpec
+from specsim.scenario.kv_cache import DEFAULT_KV_LINK_GB_PER_S, KvCacheSpec, PoolsSpec, parse_pd
 from specsim.scenario.serving import SLO, EngineConfig
 from specsim.scenario.traces import Trace, read_trace
 from specsim.scenario.traffic import (
@@ -261,6 +261,7 @@ class ServingSpec:
     plan_policy: bool = False  # speculation absent or 'plan': the analytic plan's policy for the draft
     seqs_given: bool = False  # max_num_seqs was set (else an engine's own cap under speculation applies)
     kv_cache: KvCacheSpec = field(default_factory=KvCacheSpec)
+    pools: PoolsSpec | None = None  # prefill / decode pools to compare (specsim pools, the report)
 
     def engine(self, kv_capacity_tokens: int | None = None) -> EngineConfig:
         """EngineConfig with the file's KV capacity, else the one given (from the memory model)."""
@@ -273,7 +274,7 @@ class ServingSpec:
 def parse_serving(raw: object, where: Where) -> ServingSpec:
     raw = mapping(raw if raw is not None else {}, where, "serving limits, speculation, slo")
     only(raw, where, {"max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "speculation", "slo",
-                       "target_rate_rps", "gpus_per_replica", "draft", "kv_cache"})
+                       "target_rate_rps", "gpus_per_replica", "draft", "kv_cache", "pools"})
     seqs = number(raw, "max_num_seqs", where, 256, lo=1, integer=True)
     budget = number(raw, "max_num_batched_tokens", where, 8192, lo=1, integer=True)
     kv = number(raw, "kv_capacity_tokens", where, lo=1, integer=True) if "kv_capacity_tokens" in raw else None
@@ -302,7 +303,20 @@ def parse_serving(raw: object, where: Where) -> ServingSpec:
     rate = number(raw, "target_rate_rps", where, lo=0, strict_lo=True) if "target_rate_rps" in raw else None
     gpus = number(raw, "gpus_per_replica", where, lo=1, integer=True) if "gpus_per_replica" in raw else None
     cache = parse_kv_cache(raw["kv_cache"], where.at("kv_cache")) if "kv_cache" in raw else KvCacheSpec()
-    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan, "max_num_seqs" in raw, cache)
+    pools = parse_pools(raw["pools"], where.at("pools")) if "pools" in raw else None
+    return ServingSpec(seqs, budget, kv, policy, slo, rate, gpus, draft, from_plan, "max_num_seqs" in raw, cache,
+                       pools)
+
+
+def parse_pools(raw: object, where: Where) -> PoolsSpec:
+    """serving.pools: pd ('1:1,1:2'), kv_link_gb_per_s, kv_latency_ms (scenario/kv_cache.py `PoolsSpec`)."""
+    raw = mapping(raw, where, "pd, kv_link_gb_per_s, kv_latency_ms")
+    only(raw, where, {"pd", "kv_link_gb_per_s", "kv_latency_ms"})
+    pd_text = raw.get("pd", "1:1,1:2,2:1")
+    pd = where.build(lambda: parse_pd(str(pd_text)), "pd")
+    return where.build(lambda: PoolsSpec(pd, number(raw, "kv_link_gb_per_s", where, DEFAULT_KV_LINK_GB_PER_S, lo=0,
+                                                    strict_lo=True),
+                                         number(raw, "kv_latency_ms", where, 0.0, lo=0)))
 
 
 def parse_kv_cache(raw: object, where: Where) -> KvCacheSpec:

@@ -4,6 +4,7 @@ first, 80 columns, the pools beside the aggregated pool of the same GPUs) and ba
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,32 @@ def test_pools_end_to_end_json_and_table() -> None:
 def test_bad_input_is_one_line(extra: list[str], words: str) -> None:
     r = invoke("pools", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "eagle3", *extra)
     assert r.code == 2 and words in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+SCENARIO = str(Path(__file__).resolve().parents[2] / "examples" / "pools-llama8b-h100.yaml")
+
+
+def test_a_scenario_brings_its_pools_and_its_slo() -> None:
+    r = invoke("pools", SCENARIO, "--requests", "60", "-f", "json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert [row["layout"] for row in data["rows"]][:4] == ["1P1D", "1P2D", "2P1D", "2P2D"]  # serving.pools.pd
+    assert data["ttft_p99_ms_slo"] == 1000 and data["tpot_p99_ms_slo"] == 8  # serving.slo
+    flag = json.loads(invoke("pools", SCENARIO, "--requests", "60", "--pd", "2:1", "-f", "json").out)
+    assert [row["layout"] for row in flag["rows"]] == ["2P1D", "3 replicas"]  # the flag replaces the key
+
+
+def test_the_report_section_is_the_commands_answer() -> None:
+    import yaml
+
+    from specsim.report.context import make_ctx
+    from specsim.report.sections.pools import pools_section
+    from specsim.scenario.scenario import parse_scenario
+
+    data = yaml.safe_load(Path(SCENARIO).read_text())
+    data["traffic"]["num_requests"] = 60
+    sec = pools_section(make_ctx(parse_scenario(data, SCENARIO)))
+    r = json.loads(invoke("pools", SCENARIO, "--requests", "60", "-f", "json").out)
+    assert sec is not None and sec.body.startswith(r["answer"])
+    for row in r["rows"]:
+        assert f"| {row['layout']} | {row['gpus']} | {row['ttft_p50_ms']:,.0f} |" in sec.body
