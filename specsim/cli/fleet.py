@@ -1,5 +1,6 @@
-"""The fleet command: the cheapest GPU type, layout, draft and k that serve a scenario's traffic mix at its arrival
-rate within its per-token SLO, searched over every combination (plan/fleet_search.py), locally or on a cluster."""
+"""The fleet command: the cheapest GPU type, layout, prefill/decode pools, draft and k that serve a scenario's
+traffic mix at its arrival rate within its per-token SLO, searched over every combination (plan/fleet_search.py),
+locally or on a cluster."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from specsim.cli.main import app
 from specsim.errors import SpecsimError
 from specsim.fields import FIELDS, METAVARS
 from specsim.plan.fleet_price import FleetRow
-from specsim.plan.fleet_search import BACKENDS, FleetAnswer, Space, check_backend, question, search
+from specsim.plan.fleet_search import AUTO_PD, BACKENDS, FleetAnswer, Space, check_backend, question, search
 from specsim.plan.text import wrap
 
 DEFAULT_TP = (1, 2, 4, 8)  # the layouts searched where --tp is not given (those the model takes)
@@ -45,6 +46,13 @@ def fleet(
     draft: Annotated[str | None, _axis("draft", "drafts (a list; default: the scenario's)")] = None,
     k: Annotated[str | None, _axis("k", "draft lengths (a list, e.g. 1-8; default 1 to the scenario's "
                                     "max_k); plain decoding is always priced")] = None,
+    pd: Annotated[str | None, typer.Option("--pd", metavar="X:Y,...", help=(
+        f"prefill:decode pool ratios searched beside aggregated replicas, e.g. 1:1,1:2,2:1 (or 1P2D; auto: "
+        f"{AUTO_PD}), each the fewest replicas in that ratio that serve the rate, speculation on the decode pool "
+        "(default: aggregated only)"), show_default=False)] = None,
+    kv_link: Annotated[float | None, typer.Option("--kv-link", help=(
+        "with --pd: KV transfer bandwidth per prefill GPU between the pools, GB/s (default 43.5: one 400 Gb/s NIC "
+        "per GPU at Mooncake's measured 87% of line rate)"), show_default=False)] = None,
     rate: Annotated[str | None, option("rate", help="arrival rate to size for, requests/s (default: the "
                                        "scenario's serving.target_rate_rps, else its mean rate)")] = None,
     gpu_hour_usd: Annotated[str | None, typer.Option(
@@ -62,8 +70,9 @@ def fleet(
     details: Annotated[bool, typer.Option("--details", help="after the answer, each configuration's bands, what "
                                           "was left out and how the search ran (table format)")] = False,
 ) -> None:
-    """The cheapest fleet for a traffic mix: every GPU type x layout x draft x k sized for the arrival rate
-    within the per-token SLO, ranked by $ per million output tokens (by GPUs without prices)."""
+    """The cheapest fleet for a traffic mix: every GPU type x layout x prefill/decode pools (--pd) x draft x k
+    sized for the arrival rate within the per-token SLO, ranked by $ per million output tokens (by GPUs without
+    prices)."""
     check_format(fmt)
     check_backend(backend, scheduler)
     if top < 0:
@@ -75,9 +84,14 @@ def fleet(
     drafts = _drafts(draft, s)
     hw = _hardware(hardware, s.hardware.name)
     tps = _ints(tp, "tp", tuple(t for t in DEFAULT_TP if _takes(s, t)) or (s.tp,))
-    space = Space((("hardware", tuple(hw)), ("tp", tps), ("ep", _ints(ep, "ep", (1,)))))
+    pools = s.serving.pools if s.serving is not None else None  # the scenario's serving.pools unless the flags say
+    if pools is not None and pd is None:
+        pd = ",".join(f"{x}:{y}" for x, y in pools.pd)
+        kv_link = pools.kv_link_gb_per_s if kv_link is None else kv_link
+    space = Space((("hardware", tuple(hw)), ("tp", tps), ("ep", _ints(ep, "ep", (1,))), ("pd", _pd(pd, kv_link))))
     prices = _prices(gpu_hour_usd, hw, s.gpu_hour_usd)
-    q = question(s, drafts, ks, None if rate is None else float(FIELDS["rate"].parse(rate)), prices, cost_model)
+    q = question(s, drafts, ks, None if rate is None else float(FIELDS["rate"].parse(rate)), prices, cost_model,
+                 kv_link)
     with working(f"searching the fleet for {s.name}..."):
         ans = search(q, space, backend, scheduler)
     shown = list(ans.rows if top == 0 else ans.rows[:top])
@@ -110,6 +124,19 @@ def _ints(text: str | None, name: str, default: tuple[int, ...]) -> tuple[int, .
     for v in values:
         f.check(v)
     return tuple(dict.fromkeys(values))
+
+
+def _pd(text: str | None, kv_link: float | None) -> tuple[tuple[int, int] | None, ...]:
+    """How the replicas serve: aggregated (None), then each prefill:decode ratio asked, in lowest terms (2:2 is
+    1:1: the fewest replicas in the ratio are searched either way)."""
+    from specsim.advise.pools import parse_ratios
+
+    if text is None:
+        if kv_link is not None:
+            raise SpecsimError("--kv-link is the KV link between prefill and decode pools: give it with --pd")
+        return (None,)
+    ratios = parse_ratios(AUTO_PD if text.strip().lower() == "auto" else text)
+    return (None, *dict.fromkeys((x // math.gcd(x, y), y // math.gcd(x, y)) for x, y in ratios))
 
 
 def _ks(text: str | None, max_k: int) -> tuple[int, ...]:
@@ -174,7 +201,7 @@ def _prices(text: str | None, hardware: list[str], scenario: float | None) -> di
     return {h: prices[h] for h in hardware}
 
 
-COLUMNS = ["#", "GPUs", "band", "hardware", "layout", "draft", "k", "req/s", "speedup", "$/Mtok"]
+COLUMNS = ["#", "GPUs", "band", "hardware", "tp", "layout", "draft", "k", "req/s", "speedup", "$/Mtok"]
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -188,9 +215,9 @@ def _gpus(x: float) -> str:
 def _cells(i: int, r: FleetRow) -> list[str]:
     band = "-" if not r.ok else _gpus(r.gpus) if r.gpus_low == r.gpus_high else \
         f"{_gpus(r.gpus_low)}-{_gpus(r.gpus_high)}"
-    layout = f"tp {r.tp}" + (f" ep {r.ep}" if r.ep > 1 else "")
+    par = f"{r.tp}" + (f" ep {r.ep}" if r.ep > 1 else "")
     usd = "-" if r.usd_per_mtok is None else f"{r.usd_per_mtok:.3f}"
-    return [str(i), _gpus(r.gpus), band, r.hardware, layout, r.draft, str(r.k), _num(r.capacity_rps),
+    return [str(i), _gpus(r.gpus), band, r.hardware, par, r.layout, r.draft, str(r.k), _num(r.capacity_rps),
             "-" if r.speedup is None else f"{r.speedup:.2f}", usd]
 
 
@@ -209,6 +236,10 @@ def _best_text(r: FleetRow) -> str:
     usd = "" if r.usd_per_mtok is None else f", ${r.usd_per_mtok:.3f} per million output tokens"
     band = "" if r.gpus_low == r.gpus_high else f" (80% band {_gpus(r.gpus_low)}-{_gpus(r.gpus_high)} GPUs)"
     lay = f"tp {r.tp}" + (f", ep {r.ep}" if r.ep > 1 else "")
+    if r.prefill_replicas is not None and r.decode_replicas is not None:
+        return (f"{r.layout} pools, {_gpus(r.prefill_replicas)} prefill + {_gpus(r.decode_replicas)} decode "
+                f"replicas of {r.gpus_per_replica}x {r.hardware} ({lay}), the decode pool running {spec}: "
+                f"{_gpus(r.gpus)} GPUs{usd}{band}")
     return (f"{_gpus(r.replicas)} replica{'s' if r.replicas != 1 else ''} of {r.gpus_per_replica}x {r.hardware} "
             f"({lay}) running {spec}: {_gpus(r.gpus)} GPUs{usd}{band}")
 
@@ -246,6 +277,9 @@ def _print_table(ans: FleetAnswer, rate: float, slo: float, shown: list[FleetRow
     print_rows_table("", COLUMNS, [_cells(i, r) for i, r in enumerate(shown, 1)], 0)
     notes = [f"{sum(not r.ok for r in ans.rows):,} of {ans.configurations:,} configurations serve nothing within "
              "the SLO (memory or latency)."] if any(not r.ok for r in ans.rows) else []
+    split = next((r for r in ans.rows if r.ok and r.decode_replicas is not None), None)
+    if split is not None and split not in shown[:1]:
+        notes.append(f"Cheapest prefill/decode pools: {_best_text(split)}.")
     if one_price:
         notes.append("One price for every GPU type: give --gpu-hour-usd per type (h100-sxm=2.5,b200=5) to "
                      "compare them by cost, not by GPUs.")
@@ -263,8 +297,12 @@ def _detail_lines(ans: FleetAnswer, shown: list[FleetRow]) -> list[str]:
     for i, r in enumerate(shown, 1):
         out.append(f"{i}. req/s per replica {_num(r.capacity_low_rps)}-{_num(r.capacity_high_rps)}, speedup "
                    f"{_num(r.speedup_low)}-{_num(r.speedup_high)}, GPUs {_gpus(r.gpus_low)}-{_gpus(r.gpus_high)}, "
-                   f"{r.concurrency:.0f} requests in flight per replica at capacity")
+                   f"{r.concurrency:.0f} requests in flight per {'decode ' if r.decode_replicas is not None else ''}"
+                   f"replica at capacity, TTFT {_num(r.ttft_ms)} ms unqueued"
+                   + (" (prefill + KV transfer)" if r.decode_replicas is not None else ""))
     out += [f"left out: {line}" for line in ans.skipped]
     out.append(f"ranked by {'$ per million output tokens' if ans.objective == 'usd' else 'GPUs'}, then GPUs, then "
-               "the most requests/s per replica; capacity by the planner's Little's-law model (prefill included)")
+               "the most requests/s per replica; capacity by the planner's Little's-law model (prefill included); "
+               "xPyD pools: min(x x 0.9 / prefill, y x the decode replica's rate, prefill excluded) per x:y group, "
+               "req/s per replica of the group")
     return out

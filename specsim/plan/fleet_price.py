@@ -32,22 +32,30 @@ from specsim.step.evaluate import Target, fits, step_arrays
 
 #: the acceptance cases each configuration is priced at: the prior's central value and its 80% band's ends
 CASES = ("central", "low", "high")
+AGGREGATED = "aggregated"  # the layout of replicas that prefill and decode
 MAX_BATCH = 4096.0  # the largest concurrency a replica is solved to (as plan/arrival.py's solver)
 _COARSE, _FINE = 128, 9
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a replica runs: a GPU type and its layout. (A prefill/decode pool ratio joins here as a field when the
-    pools land: `fleet_search.AXES` lists the axes, this is where they reach the target.)"""
+    """Where a replica runs: a GPU type and its layout, and how the replicas serve: aggregated (pd None, each
+    replica prefills and decodes) or in prefill and decode pools of x:y replicas (pd (x, y), plan/fleet_pools.py).
+    `fleet_search.AXES` lists the axes; this is where they reach the target."""
 
     hardware: str
     tp: int
     ep: int = 1
+    pd: tuple[int, int] | None = None
+
+    @property
+    def layout(self) -> str:
+        return AGGREGATED if self.pd is None else f"{self.pd[0]}P{self.pd[1]}D"
 
     @property
     def label(self) -> str:
-        return f"{self.hardware} tp {self.tp}" + (f" ep {self.ep}" if self.ep > 1 else "")
+        return (f"{self.hardware} tp {self.tp}" + (f" ep {self.ep}" if self.ep > 1 else "")
+                + ("" if self.pd is None else f" {self.layout}"))
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class FleetQuestion:
     tps: Mapping[str, Mapping[str, tuple[float, ...]]]
     prices: Mapping[str, float] | None = None  # $ per GPU-hour by hardware name (None: rank by GPUs)
     cost_model: str | None = None  # --cost-model, applied to every GPU type
+    kv_link_gb_s: float = 43.5  # prefill -> decode KV bandwidth per prefill GPU (advise.pools' default)
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,12 @@ class FleetRow:
     speedup_high: float | None
     usd_per_mtok: float | None
     status: str  # ok | no fit (memory) | misses SLO
+    #: aggregated, or xPyD: prefill and decode pools (plan/fleet_pools.py); there capacity_rps is an x:y group's
+    #: requests/s over its x + y replicas, replicas the pools' total, concurrency per decode replica
+    layout: str = AGGREGATED
+    prefill_replicas: float | None = None  # the pools' (None: aggregated)
+    decode_replicas: float | None = None
+    ttft_ms: float | None = None  # unqueued: the prompt's prefill pass, plus the KV transfer between pools
 
     @property
     def ok(self) -> bool:
@@ -109,11 +124,12 @@ def target_for(q: FleetQuestion, p: Placement) -> Target:
                   layout=layout)
 
 
-def capacity(t: Target, d: Draft, ks: np.ndarray, tps: np.ndarray, prompt: int, output: int, slo_ms: float
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def capacity(t: Target, d: Draft, ks: np.ndarray, tps: np.ndarray, prompt: int, output: int, slo_ms: float,
+             prefill_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row (k, tokens per step): (requests/s one replica serves within slo_ms, the concurrency there, whether
-    anything fits in memory at all) by the Little's-law model (module docstring)."""
-    prefill_s = prefill_time_s(t, prompt)
+    anything fits in memory at all) by the Little's-law model (module docstring); prefill_s 0: a decode pool's
+    replica, the prompts prefilled elsewhere (None: the prompt's own prefill, `prefill_time_s`)."""
+    prefill_s = prefill_time_s(t, prompt) if prefill_s is None else prefill_s
     ctx = prompt + output / 2
     coarse = np.broadcast_to(np.geomspace(1.0, MAX_BATCH, _COARSE), (len(ks), _COARSE))
     _, lat, fit = _curve(t, d, ks, tps, coarse, ctx, prefill_s, output)
@@ -167,7 +183,8 @@ def price_placement(q: FleetQuestion, p: Placement) -> list[FleetRow]:
     none = make_draft("none", q.scenario.model)
     base, base_n, base_fit = capacity(t, none, np.array([0]), np.array([1.0]), prompt, output, q.slo_ms)
     plain = float(base[0])
-    rows = [_row(q, p, t, "none", 0, (plain, plain, plain), float(base_n[0]), bool(base_fit[0]), plain)]
+    ttft = prefill_time_s(t, prompt) * 1e3
+    rows = [_row(q, p, t, "none", 0, (plain, plain, plain), float(base_n[0]), bool(base_fit[0]), plain, ttft)]
     ks = np.array(q.ks * len(CASES))
     for d in q.drafts:
         tps = np.concatenate([np.asarray(q.tps[d.label][c], dtype=np.float64) for c in CASES])
@@ -175,19 +192,20 @@ def price_placement(q: FleetQuestion, p: Placement) -> list[FleetRow]:
         m = len(q.ks)
         for i, k in enumerate(q.ks):
             caps = (float(cap[i]), float(cap[m + i]), float(cap[2 * m + i]))
-            rows.append(_row(q, p, t, d.label, k, caps, float(n[i]), bool(fit[i]), plain))
+            rows.append(_row(q, p, t, d.label, k, caps, float(n[i]), bool(fit[i]), plain, ttft))
     return rows
 
 
-def _replicas(rate: float, cap: float) -> float:
+def replicas_for(rate: float, cap: float) -> float:
+    """The fewest replicas (or groups) of capacity cap that serve rate; inf where cap serves nothing."""
     return math.inf if not cap > 0 else float(max(1, math.ceil(rate / cap * (1 - 1e-12))))
 
 
 def _row(q: FleetQuestion, p: Placement, t: Target, draft: str, k: int, caps: tuple[float, float, float],
-         concurrency: float, fit: bool, plain: float) -> FleetRow:
+         concurrency: float, fit: bool, plain: float, ttft_ms: float) -> FleetRow:
     cap, lo, hi = caps
     g = t.gpus
-    n = _replicas(q.rate_rps, cap)
+    n = replicas_for(q.rate_rps, cap)
     usd = None
     if q.prices is not None and math.isfinite(n):
         usd = cost_per_mtok_usd(n * g, q.prices[p.hardware], q.rate_rps * q.output_tokens)
@@ -197,11 +215,16 @@ def _row(q: FleetQuestion, p: Placement, t: Target, draft: str, k: int, caps: tu
 
     status = "ok" if cap > 0 else "misses SLO" if fit else "no fit"
     return FleetRow(p.hardware, p.tp, p.ep, draft, k, g, cap, lo, hi, concurrency, n, n * g,
-                    _replicas(q.rate_rps, hi) * g, _replicas(q.rate_rps, lo) * g, ratio(cap), ratio(lo), ratio(hi),
-                    usd, status)
+                    replicas_for(q.rate_rps, hi) * g, replicas_for(q.rate_rps, lo) * g, ratio(cap), ratio(lo),
+                    ratio(hi), usd, status, ttft_ms=ttft_ms)
 
 
 def price_chunk(q: FleetQuestion, placements: Sequence[Placement]) -> list[FleetRow]:
     """A task of the search: its placements' rows, in order (a layout the model cannot take is refused before
-    the search: fleet_search.placements)."""
-    return [row for p in placements for row in price_placement(q, p)]
+    the search: fleet_search.placements). Pool layouts are priced by plan/fleet_pools.py, a decode pool's
+    capacities once per GPU type and layout of the task (they do not depend on the ratio)."""
+    from specsim.plan.fleet_pools import DecodeCaps, price_pools
+
+    decode: dict[Placement, DecodeCaps] = {}
+    return [row for p in placements
+            for row in (price_placement(q, p) if p.pd is None else price_pools(q, p, decode))]

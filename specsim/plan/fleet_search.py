@@ -2,9 +2,10 @@
 the arrival rate under the per-token latency SLO (plan/fleet_price.py), ranked by dollars per million output
 tokens (or by GPUs, without prices); the cheapest first.
 
-The search space is a product of axes (`AXES`, each a field of specsim.fields, spelt as its flag): the placement
-axes (GPU type and layout, `fleet_price.Placement`), then the draft, then k. A new axis (a prefill/decode pool
-ratio, when the pools land) is a field of `Placement` and an entry of `PLACEMENT_AXES`; nothing else changes.
+The search space is a product of axes (`AXES`, spelt as their flags): the placement axes (GPU type, layout and
+how the replicas serve, `fleet_price.Placement`), then the draft, then k. How they serve (`pd`): aggregated, or in
+prefill and decode pools of x:y replicas rate-matched analytically (plan/fleet_pools.py), the fewest replicas in
+that ratio. A new axis is a field of `Placement` and an entry of `PLACEMENT_AXES`; nothing else changes.
 Layouts the model cannot take (tp not dividing its heads, ep on a dense model) are left out before the search and
 counted; plain decoding is priced once per placement (k = 0 belongs to no draft).
 
@@ -35,14 +36,15 @@ from specsim.drafts.draft import Draft
 from specsim.drafts.priors import prior_match
 from specsim.errors import SpecsimError
 from specsim.names import unknown
-from specsim.plan.fleet_price import CASES, FleetQuestion, FleetRow, Placement, price_chunk
+from specsim.plan.fleet_price import AGGREGATED, CASES, FleetQuestion, FleetRow, Placement, price_chunk
 from specsim.scenario.workload import Workload
 
 #: the axes of the search, outermost first (fields of specsim.fields); the placement's, then the draft's
-PLACEMENT_AXES = ("hardware", "tp", "ep")
+PLACEMENT_AXES = ("hardware", "tp", "ep", "pd")
 AXES = (*PLACEMENT_AXES, "draft", "k")
 #: where the search runs: local processes (joblib's loky), a Dask cluster, a Ray cluster
 BACKENDS = ("local", "dask", "ray")
+AUTO_PD = "1:1,1:2,1:3,2:1,2:3,3:2"  # the prefill:decode ratios `--pd auto` searches
 TASK_CONFIGS = 500  # configurations per task, about (a placement is never split)
 
 
@@ -145,7 +147,8 @@ def rank_key(objective: str) -> Any:
     per replica, and the configuration's own names (a total order: every run ranks alike)."""
     def key(r: FleetRow) -> tuple[Any, ...]:
         cost = r.usd_per_mtok if objective == "usd" and r.usd_per_mtok is not None else r.gpus
-        return (not r.ok, cost, r.gpus, -r.capacity_rps, r.hardware, r.tp, r.ep, r.draft != "none", r.draft, r.k)
+        return (not r.ok, cost, r.gpus, -r.capacity_rps, r.hardware, r.tp, r.ep, r.layout != AGGREGATED, r.layout,
+                r.draft != "none", r.draft, r.k)
 
     return key
 
@@ -206,9 +209,16 @@ def search(q: FleetQuestion, space: Space, backend: str = "local", scheduler: st
 
 
 def question(s: Any, drafts: Sequence[Draft], ks: Sequence[int], rate_rps: float | None = None,
-             prices: Mapping[str, float] | None = None, cost_model: str | None = None) -> FleetQuestion:
+             prices: Mapping[str, float] | None = None, cost_model: str | None = None,
+             kv_link_gb_s: float | None = None) -> FleetQuestion:
     """The question for scenario s: its arrival load (the rate `rate_rps`, else the serving section's target
-    rate, else the load's), its per-token SLO and workload mix, the drafts as chains and their mix's tokens."""
+    rate, else the load's), its per-token SLO and workload mix, the drafts as chains and their mix's tokens; the
+    KV link between prefill and decode pools, GB/s per prefill GPU (default: advise.pools')."""
+    from specsim.advise.pools import DEFAULT_LINK_GB_PER_S
+
+    link = DEFAULT_LINK_GB_PER_S if kv_link_gb_s is None else float(kv_link_gb_s)
+    if not (math.isfinite(link) and link > 0):
+        raise SpecsimError(f"--kv-link must be > 0 GB/s, got {link:g}")
     a = s.arrival
     if a is None:
         raise SpecsimError(f"{s.path or s.name}: fleet sizes a fleet for an arrival rate: give the scenario "
@@ -226,4 +236,4 @@ def question(s: Any, drafts: Sequence[Draft], ks: Sequence[int], rate_rps: float
     temperature = s.raw.get("temperature")
     tps = {d.label: mix_tokens(d, s.model, workloads, ks, temperature) for d in runs}
     return FleetQuestion(s, float(rate), a.prompt_tokens, a.output_tokens, float(s.slo_ms_per_token), runs,
-                         tuple(ks), tps, dict(prices) if prices is not None else None, cost_model)
+                         tuple(ks), tps, dict(prices) if prices is not None else None, cost_model, link)
