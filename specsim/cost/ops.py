@@ -118,16 +118,57 @@ def _mla_prefill_form(c: Ctx, read: Array, heads: float, absorbed: tuple[Array, 
     DeepseekV2AttentionMLA forward_normal (MHA for extend, absorbed for decode and target_verify), TensorRT-LLM's
     context MLA (fmha over the up-projected K/V). NVIDIA's context_mla tables bear it out: TensorRT-LLM's H200
     kernel at isl 16k-32k runs 570-600 TFLOPS counted in the MHA form, 1.9-2.0 PFLOPS (twice the dense peak)
-    counted absorbed. The up-projected K / V are read in bf16; the up-projection of a chunk's cached prefix
-    (kv_b_proj over ctx - q tokens) is not priced."""
+    counted absorbed. The up-projected K / V are read in bf16; the up-projection of a prefill chunk's cached prefix
+    is not priced.
+
+    Verification (1 < q <= Q_ENVELOPE) runs this form too where the engine's MLA decode kernel takes one-token
+    queries only (`PassShape.mla_single_query`: vLLM's QueryLenSupport.SINGLE_ONLY backends, engines/mla.py): vLLM's
+    MLACommonMetadataBuilder (vllm/model_executor/layers/attention/mla_attention.py @90b0a26e) splits a batch at
+    reorder_batch_threshold = 1, so every sequence verifying k + 1 tokens is a prefill, and its
+    _compute_prefill_context gathers each cached token's latent (gather_and_maybe_dequant_cache into a bf16
+    workspace of 576-wide rows, chunked to <= 64k tokens) and up-projects it, kv_b_proj: kv_lora_rank ->
+    heads x (qk_nope + v_head_dim), before attending over it. Those rows add that GEMM over the B x (context - q)
+    cached tokens (`_mla_context_up`)."""
     model, s = c.model, c.s
-    prefill = np.asarray(s.q_per_seq, dtype=float) > Q_ENVELOPE
+    q = np.asarray(s.q_per_seq, dtype=float)
+    verify = (q > 1.0) & (q <= Q_ENVELOPE) & s.mla_single_query
+    prefill = (q > Q_ENVELOPE) | verify
     if not prefill.any():
         return absorbed
     dqk = float(model.qk_nope_head_dim + model.qk_rope_head_dim)
     dv = float(model.v_head_dim)
-    mha = c.cm.attention(s.batch, s.q_per_seq, read, heads, heads, dqk, dv, heads * (dqk + dv) * ACT_BYTES)
+    mha: tuple[Array, ...] = c.cm.attention(s.batch, s.q_per_seq, read, heads, heads, dqk, dv,
+                                            heads * (dqk + dv) * ACT_BYTES)
+    if verify.any():
+        up = _mla_context_up(c, np.where(verify, s.batch, 0.0), np.maximum(s.context_len - q, 0.0))
+        mha = tuple(m + u for m, u in zip(mha, up, strict=True))
     return tuple(np.where(prefill, m, a) for m, a in zip(mha, absorbed, strict=True))
+
+
+def _mla_context_up(c: Ctx, batch: Array, cached: Array) -> tuple[Array, ...]:
+    """(time, compute, memory, FLOPs, bytes) of MLA's prefill path over each sequence's cached context on one GPU
+    (vLLM's _compute_prefill_context): the gather of the cached latents (kv_lora_rank + rope per token, as stored,
+    written to a bf16 workspace) and kv_b_proj over them, a GEMM of B x cached rows, kv_lora_rank -> heads / tp x
+    (qk_nope + v_head_dim) with the attention weights' format: 2 x kv_lora_rank x heads x (qk_nope + v) FLOPs per
+    cached token. Every rank of a decode-context-parallel group up-projects the whole context (vLLM all-gathers
+    it into the workspace), so `cached` is not divided by cp."""
+    model, s = c.model, c.s
+    m = np.asarray(batch * cached, dtype=float)
+    lat = float(model.kv_lora_rank)
+    width = model.n_heads / s.tp * float(model.qk_nope_head_dim + model.v_head_dim)
+    part = "attention"
+    wb, dtype = c.weight_bytes(part), c.gemm_dtype(part)
+    gt, gc, gm = c.cm.gemm(np.maximum(m, 1.0), width, lat, dtype, wb, ACT_BYTES, np.asarray(1.0))
+    gflops = 2.0 * m * width * lat
+    gbytes = width * lat * wb + m * (lat + width) * ACT_BYTES
+    latent = lat + float(model.qk_rope_head_dim)
+    gather_bytes = m * (model.kv_bytes_per_layer_token(s.kv_dtype, s.tp) + latent * ACT_BYTES)
+    gather = c.cm.memory_op(gather_bytes)
+    on = m > 0
+    zero = 0.0 * m
+    return (np.where(on, gt + gather, zero), np.where(on, gc, zero),
+            np.where(on, gm + c.cm.memory_op(gather_bytes, 0.0), zero),
+            np.where(on, gflops, zero), np.where(on, gbytes + gather_bytes, zero))
 
 
 def _mlp_ops(c: Ctx, cl: Ctx, moe: bool, count: int) -> list[Op]:

@@ -65,6 +65,9 @@ class PassShape:
     kv_dtype: str = "bf16"
     allreduce: str = "nccl"
     alltoall: str = "deepep"  # who runs the MoE all-to-all (alltoall.ALLTOALL_IMPLEMENTATIONS)
+    #: the engine's MLA decode kernel takes one-token queries only (vLLM's QueryLenSupport.SINGLE_ONLY backends:
+    #: engines/mla.py), so a sequence with q > 1 new tokens runs MLA's prefill path (ops._mla_prefill_form)
+    mla_single_query: bool = False
 
     @property
     def tp(self) -> int:
@@ -87,7 +90,7 @@ class PassShape:
 
 def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, tp: int | Layout = 1,
                weight_dtype: str = "bf16", kv_dtype: str = "bf16", allreduce: str = "nccl",
-               alltoall: str = "deepep") -> PassShape:
+               alltoall: str = "deepep", mla_single_query: bool = False) -> PassShape:
     """A validated shape; `tp` is a tensor-parallel degree or a whole layout."""
     b, q, ctx = (np.array(a, dtype=float) for a in np.broadcast_arrays(batch, q_per_seq, context_len))
     if not isinstance(tp, Layout) and (tp < 1 or tp > 64):
@@ -103,7 +106,7 @@ def make_shape(batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, t
         raise SpecsimError("weight precision 'native' must be resolved against the model first")
     check_precision(weight_dtype)
     kv_bytes(kv_dtype)
-    return PassShape(b, q, ctx, layout, weight_dtype, kv_dtype, allreduce, alltoall)
+    return PassShape(b, q, ctx, layout, weight_dtype, kv_dtype, allreduce, alltoall, mla_single_query)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from specsim.cost.memo import ArrayMemo
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import make_shape
 from specsim.cost.roofline import Array
+from specsim.engines.mla import mla_single_query
 from specsim.engines.profile import EngineProfile
 
 US = 1e-6
@@ -128,6 +129,7 @@ def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Arr
                  weight_dtype: str, kv_dtype: str, graphs: bool) -> Array:
     """`pass_time_s` evaluated (float arrays)."""
     b_run, graphed = graph_batch(e, b, q)
+    single = mla_single_query(e.mla_backend, hw) if model.is_mla else False
     if not graphs:
         b_run, graphed = np.broadcast_to(b, b_run.shape).astype(float), np.zeros(b_run.shape, dtype=bool)
     shape_args = (tp, weight_dtype, kv_dtype)
@@ -136,14 +138,15 @@ def _pass_time_s(e: EngineProfile, hw: HardwareProfile, model: ModelSpec, b: Arr
     gpu = kernels = np.zeros(np.broadcast_shapes(b_run.shape, q.shape, ctx.shape))
     eager_br = None
     if not graphed.all():
-        eager_br = _breakdown(hw, model, b_run, q, ctx, *shape_args, "nccl", e.alltoall)
+        eager_br = _breakdown(hw, model, b_run, q, ctx, *shape_args, "nccl", e.alltoall, single)
         gpu, kernels = _gpu_time_s(eager_br)
     if graphed.any():
         impl = e.allreduce if as_layout(tp).gpus > 1 else "nccl"
         # inside a graph the framework's host-side all-to-all work is gone: DeepEP's kernels alone (NVIDIA's vLLM
         # and TRT-LLM all-to-all tables time the framework's call eagerly)
         same = impl == "nccl" and e.alltoall == "deepep"
-        br = eager_br if eager_br is not None and same else _breakdown(hw, model, b_run, q, ctx, *shape_args, impl)
+        br = eager_br if eager_br is not None and same else _breakdown(hw, model, b_run, q, ctx, *shape_args, impl,
+                                                                       single_query=single)
         graph_gpu, _ = _gpu_time_s(br, b_run, real_batch=b)
         gpu = np.where(graphed, graph_gpu, gpu)
     launches: float | Array
@@ -174,10 +177,12 @@ def eager_cycle_host_s(e: EngineProfile, method: str, model: ModelSpec, k: Array
 
 
 def _breakdown(hw: HardwareProfile, model: ModelSpec, batch: Array, q: Array, ctx: Array, tp: int | Layout,
-               weight_dtype: str, kv_dtype: str, allreduce: str = "nccl", alltoall: str = "deepep"
-               ) -> ForwardBreakdown:
-    """The forward pass's kernels at (batch, q, context) with the given all-reduce and all-to-all."""
-    return breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce, alltoall))
+               weight_dtype: str, kv_dtype: str, allreduce: str = "nccl", alltoall: str = "deepep",
+               single_query: bool = False) -> ForwardBreakdown:
+    """The forward pass's kernels at (batch, q, context) with the given all-reduce and all-to-all (and MLA
+    verification on the prefill path where the engine's MLA backend takes one-token queries only)."""
+    return breakdown(model, hw, make_shape(batch, q, ctx, tp, weight_dtype, kv_dtype, allreduce, alltoall,
+                                           single_query))
 
 
 def _gpu_time_s(br: ForwardBreakdown, batch: Array | None = None, real_batch: Array | None = None

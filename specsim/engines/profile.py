@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from specsim.cost.alltoall import ALLTOALL_IMPLEMENTATIONS
+from specsim.engines.mla import MLA_BACKENDS
 from specsim.errors import SpecsimError
 from specsim.files import is_file, read_mapping
 from specsim.names import resolve_name, unknown
@@ -109,6 +110,10 @@ class EngineProfile:
     #: ALLTOALL_IMPLEMENTATIONS): DeepEP's kernels alone ("deepep") or vLLM's / TensorRT-LLM's own
     #: DeepEP path ("vllm", "trtllm"), whose fitted per-phase overhead the cost model adds
     alltoall: str = "deepep"
+    #: the MLA attention backend the engine runs (engines/mla.py MLA_BACKENDS): "" (its MLA decode kernels take
+    #: q > 1), "vllm_auto" (vLLM's default per GPU) or a vLLM backend by name; one that takes one-token queries
+    #: only sends verification down MLA's prefill path (cost.ops._mla_prefill_form)
+    mla_backend: str = ""
     sources: dict[str, str] = field(default_factory=dict)
     source_path: str = ""  # the YAML read (`engines show` names it apart from the profile's figures)
     #: Eager research loops only: kernel / view / host-tensor ops per cycle as a + b x layers, measured per
@@ -203,7 +208,7 @@ def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     unknown = set(data) - known
     if unknown:
         raise SpecsimError(f"{where}: unknown field(s) {sorted(unknown)} (allowed: {', '.join(sorted(known))})")
-    missing = sorted(known - set(data) - {"sources", "eager_loop", "spec_max_running", "alltoall"})
+    missing = sorted(known - set(data) - {"sources", "eager_loop", "spec_max_running", "alltoall", "mla_backend"})
     if missing:
         raise SpecsimError(f"{where}: missing field(s) {missing}")
     values: dict[str, Any] = {}  # the numbers, flags and kinds, checked (EngineProfile's keyword arguments)
@@ -246,6 +251,13 @@ def parse_engine(data: Mapping[str, object], where: str) -> EngineProfile:
     if "alltoall" in data and not str(sources.get("alltoall", "")).strip():
         raise SpecsimError(f"{where}: every number needs a source; missing sources for ['alltoall']")
     values["alltoall"] = a2a
+    mla = data.get("mla_backend", "")
+    if mla not in MLA_BACKENDS:
+        raise SpecsimError(f"{where}: field 'mla_backend' must be one of {', '.join(map(repr, MLA_BACKENDS))}, "
+                           f"got {mla!r}")
+    if mla and not str(sources.get("mla_backend", "")).strip():
+        raise SpecsimError(f"{where}: every number needs a source; missing sources for ['mla_backend']")
+    values["mla_backend"] = mla
     eager = _eager_loop(data.get("eager_loop"), where) if data.get("eager_loop") is not None else None
     return EngineProfile(name=str(data["name"]), description=str(data["description"]), version=str(data["version"]),
                          graph_sizes=tuple(int(s) for s in sizes), sources={str(k): str(v) for k, v in sources.items()},
