@@ -247,9 +247,9 @@ def _best_text(r: FleetRow) -> str:
 def _decision(ans: FleetAnswer, rate: float, slo: float, width: int) -> list[str]:
     """The answer first (wrapped to `width`), then one line on the search."""
     best = ans.best
-    head = (f"Cheapest fleet for {rate:g} requests/s within {slo:g} ms/token: {_best_text(best)}."
+    head = (f"Cheapest fleet for {rate:g} requests/s within {slo:g} ms/token (mean): {_best_text(best)}."
             if best is not None else f"No configuration searched serves {rate:g} requests/s within {slo:g} "
-            "ms/token: raise the SLO, search larger tp or other GPUs.")
+            "ms/token (mean): raise the SLO, search larger tp or other GPUs.")
     ran = (f"Searched {ans.configurations:,} configurations in {ans.seconds:.1f} s ({ans.per_second:,.0f}/s, "
            f"{ans.backend}, {ans.tasks} task{'s' if ans.tasks > 1 else ''}).")
     return [*wrap(head, width), *wrap(ran, width)]

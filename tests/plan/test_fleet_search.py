@@ -189,7 +189,7 @@ def test_cli_answer_first_in_80_columns(capsys: pytest.CaptureFixture[str], scen
     code, out, err = run(capsys, *args)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("Cheapest fleet for 40 requests/s within 15 ms/token:")
+    assert lines[0].startswith("Cheapest fleet for 40 requests/s within 15 ms/token (mean):")
     assert max(map(len, lines)) <= 80
     code, out, _ = run(capsys, *args, "-f", "json", "--top", "0")
     data = json.loads(out)
