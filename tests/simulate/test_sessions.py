@@ -5,6 +5,7 @@ send times, LRU eviction and reload seconds worked by hand, and the fast path st
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -154,3 +155,21 @@ def test_bad_session_and_cache_input_is_one_line() -> None:
                                                                               "--host-bw")):
         r = invoke(*base, *extra)
         assert r.code == 2 and words in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_a_host_tier_keeps_what_the_gpu_evicts_and_charges_its_reload() -> None:
+    """Eight sessions whose contexts cannot all stay in a 12,000-token KV cache: without a host tier the evicted
+    contexts are prefilled again; with one, they come back as hits, each reload priced at the given seconds per
+    token (at most every hit's tokens x that price) and spent in the steps that admit them."""
+    req = _sessions(8, 4, 1500, 200, 100, 0.5, gap=0.05)
+    base = EngineConfig(8, 4096, 12_000, Policy.static(0))
+    gpu_only = simulate(req, base, COST, None)
+    host = simulate(req, replace(base, host_kv_tokens=100_000, host_reload_s_per_token=1e-6), COST, None)
+    assert gpu_only.hit_tokens is not None and host.hit_tokens is not None
+    assert host.hit_tokens.sum() > gpu_only.hit_tokens.sum()  # evicted contexts come back from the host
+    assert host.reload_s > 0 and gpu_only.reload_s == 0
+    extra = host.hit_tokens.sum() - gpu_only.hit_tokens.sum()
+    assert host.reload_s <= host.hit_tokens.sum() * 1e-6 * (1 + 1e-9) and host.reload_s >= 0.5 * extra * 1e-6
+    fast = simulate(req, replace(base, host_kv_tokens=100_000, host_reload_s_per_token=0.0), COST, None)
+    np.testing.assert_array_equal(fast.hit_tokens, host.hit_tokens)  # type: ignore[arg-type]
+    assert (np.nansum(host.finish_s) > np.nansum(fast.finish_s))  # the reload's seconds are spent in the steps
