@@ -33,8 +33,15 @@ import numpy as np
 
 from specsim.drafts.build import make_draft
 from specsim.plan.arrival import prefill_time_s
-from specsim.plan.fleet_price import CASES, FleetQuestion, FleetRow, Placement, capacity, replicas_for, target_for
-from specsim.scenario.serving import cost_per_mtok_usd
+from specsim.plan.fleet_price import (
+    CASES,
+    FleetQuestion,
+    FleetRow,
+    Placement,
+    capacity,
+    fleet_row,
+    target_for,
+)
 from specsim.step.evaluate import Target, fits
 
 PREFILL_UTILIZATION = 0.9  # AIConfigurator's prefill factor (module docstring); decode: none
@@ -87,33 +94,13 @@ def price_pools(q: FleetQuestion, p: Placement, decode: MutableMapping[Placement
     pre = prefill_replica(q, t)
     cap, conc, fit = caps["none"]
     plain = group_rps(p.pd, pre[0], float(cap[0]))
-    rows = [_pool_row(q, p, t, ("none", 0), (plain, plain, plain), float(conc[0]), bool(fit[0]), plain, pre)]
+    rows = [fleet_row(q, p, t, ("none", 0), (plain, plain, plain), float(conc[0]), bool(fit[0]) and pre[1], plain,
+                      pre[2])]
     m = len(q.ks)
     for d in q.drafts:
         cap, conc, fit = caps[d.label]
         for i, k in enumerate(q.ks):
             c, lo, hi = (group_rps(p.pd, pre[0], float(cap[j])) for j in (i, m + i, 2 * m + i))
-            rows.append(_pool_row(q, p, t, (d.label, k), (c, lo, hi), float(conc[i]), bool(fit[i]), plain, pre))
+            rows.append(fleet_row(q, p, t, (d.label, k), (c, lo, hi), float(conc[i]), bool(fit[i]) and pre[1], plain,
+                                  pre[2]))
     return rows
-
-
-def _pool_row(q: FleetQuestion, p: Placement, t: Target, config: tuple[str, int], groups: tuple[float, float, float],
-              concurrency: float, decode_fit: bool, plain: float, pre: tuple[float, bool, float]) -> FleetRow:
-    """One configuration's row: groups = an x:y group's requests/s at the central acceptance and the band's ends."""
-    assert p.pd is not None
-    x, y = p.pd
-    per_group = (x + y) * t.gpus
-    cap, lo, hi = groups
-    n = replicas_for(q.rate_rps, cap)
-    usd = None
-    if q.prices is not None and np.isfinite(n):
-        usd = cost_per_mtok_usd(n * per_group, q.prices[p.hardware], q.rate_rps * q.output_tokens)
-
-    def ratio(v: float) -> float | None:
-        return v / plain if plain > 0 else None
-
-    status = "ok" if cap > 0 else "misses SLO" if decode_fit and pre[1] else "no fit"
-    return FleetRow(p.hardware, p.tp, p.ep, config[0], config[1], t.gpus, cap / (x + y), lo / (x + y),
-                    hi / (x + y), concurrency, n * (x + y), n * per_group,
-                    replicas_for(q.rate_rps, hi) * per_group, replicas_for(q.rate_rps, lo) * per_group, ratio(cap),
-                    ratio(lo), ratio(hi), usd, status, p.layout, n * x, n * y, pre[2])

@@ -184,7 +184,7 @@ def price_placement(q: FleetQuestion, p: Placement) -> list[FleetRow]:
     base, base_n, base_fit = capacity(t, none, np.array([0]), np.array([1.0]), prompt, output, q.slo_ms)
     plain = float(base[0])
     ttft = prefill_time_s(t, prompt) * 1e3
-    rows = [_row(q, p, t, "none", 0, (plain, plain, plain), float(base_n[0]), bool(base_fit[0]), plain, ttft)]
+    rows = [fleet_row(q, p, t, ("none", 0), (plain, plain, plain), float(base_n[0]), bool(base_fit[0]), plain, ttft)]
     ks = np.array(q.ks * len(CASES))
     for d in q.drafts:
         tps = np.concatenate([np.asarray(q.tps[d.label][c], dtype=np.float64) for c in CASES])
@@ -192,7 +192,7 @@ def price_placement(q: FleetQuestion, p: Placement) -> list[FleetRow]:
         m = len(q.ks)
         for i, k in enumerate(q.ks):
             caps = (float(cap[i]), float(cap[m + i]), float(cap[2 * m + i]))
-            rows.append(_row(q, p, t, d.label, k, caps, float(n[i]), bool(fit[i]), plain, ttft))
+            rows.append(fleet_row(q, p, t, (d.label, k), caps, float(n[i]), bool(fit[i]), plain, ttft))
     return rows
 
 
@@ -201,22 +201,30 @@ def replicas_for(rate: float, cap: float) -> float:
     return math.inf if not cap > 0 else float(max(1, math.ceil(rate / cap * (1 - 1e-12))))
 
 
-def _row(q: FleetQuestion, p: Placement, t: Target, draft: str, k: int, caps: tuple[float, float, float],
-         concurrency: float, fit: bool, plain: float, ttft_ms: float) -> FleetRow:
+def fleet_row(q: FleetQuestion, p: Placement, t: Target, config: tuple[str, int], caps: tuple[float, float, float],
+              concurrency: float, fit: bool, plain: float, ttft_ms: float) -> FleetRow:
+    """One configuration's row. `caps` and `plain` are one unit's requests/s (central, and at the acceptance band's
+    ends; plain decoding's): a replica, or an x:y group of prefill and decode replicas (p.pd); the fleet is the
+    fewest units that serve the rate; `fit`: the configuration fits in memory (then a zero capacity misses the
+    SLO)."""
+    x, y = p.pd if p.pd is not None else (1, 0)
+    per = x + y  # replicas in a unit
+    unit_gpus = per * t.gpus
     cap, lo, hi = caps
-    g = t.gpus
     n = replicas_for(q.rate_rps, cap)
     usd = None
     if q.prices is not None and math.isfinite(n):
-        usd = cost_per_mtok_usd(n * g, q.prices[p.hardware], q.rate_rps * q.output_tokens)
+        usd = cost_per_mtok_usd(n * unit_gpus, q.prices[p.hardware], q.rate_rps * q.output_tokens)
 
-    def ratio(x: float) -> float | None:
-        return x / plain if plain > 0 else None
+    def ratio(v: float) -> float | None:
+        return v / plain if plain > 0 else None
 
     status = "ok" if cap > 0 else "misses SLO" if fit else "no fit"
-    return FleetRow(p.hardware, p.tp, p.ep, draft, k, g, cap, lo, hi, concurrency, n, n * g,
-                    replicas_for(q.rate_rps, hi) * g, replicas_for(q.rate_rps, lo) * g, ratio(cap), ratio(lo),
-                    ratio(hi), usd, status, ttft_ms=ttft_ms)
+    pools = p.pd is not None
+    return FleetRow(p.hardware, p.tp, p.ep, config[0], config[1], t.gpus, cap / per, lo / per, hi / per, concurrency,
+                    n * per, n * unit_gpus, replicas_for(q.rate_rps, hi) * unit_gpus,
+                    replicas_for(q.rate_rps, lo) * unit_gpus, ratio(cap), ratio(lo), ratio(hi), usd, status,
+                    p.layout, n * x if pools else None, n * y if pools else None, ttft_ms)
 
 
 def price_chunk(q: FleetQuestion, placements: Sequence[Placement]) -> list[FleetRow]:
