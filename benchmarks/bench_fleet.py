@@ -17,10 +17,10 @@ import argparse
 import time
 from pathlib import Path
 
-from specsim.advise.pools import parse_ratios
 from specsim.cost.hardware import available
 from specsim.drafts.build import make_draft
 from specsim.plan.fleet_search import AUTO_PD, FleetAnswer, Space, question, search
+from specsim.scenario.kv_cache import parse_pd
 from specsim.scenario.scenario import load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "chat-traffic-llama8b-h100.yaml"
@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--pd", default=None, help="prefill:decode ratios searched beside aggregated (auto: "
                     f"{AUTO_PD}; default: aggregated only)")
     args = ap.parse_args()
-    pd = () if args.pd is None else tuple(parse_ratios(AUTO_PD if args.pd == "auto" else args.pd))
+    pd = () if args.pd is None else tuple(parse_pd(AUTO_PD if args.pd == "auto" else args.pd))
     s = load_scenario(SCENARIO)
     hardware = tuple(available())
     q = question(s, [make_draft(d, s.model) for d in DRAFTS], KS, prices=dict.fromkeys(hardware, 2.5))

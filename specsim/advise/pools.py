@@ -23,8 +23,6 @@ from specsim.simulate.disagg import Pools, simulate_pools
 from specsim.simulate.engine import simulate
 from specsim.step.policy import Policy
 
-DEFAULT_LINK_GB_PER_S = DEFAULT_KV_LINK_GB_PER_S  # per GPU (module docstring)
-
 
 @dataclass(frozen=True)
 class PoolRow:
@@ -40,19 +38,12 @@ class PoolRow:
     transfer_ms: float | None  # mean KV transfer (disaggregated only)
 
 
-def parse_ratios(text: str) -> list[tuple[int, int]]:
-    """'1:1,1:2,2:1' (or 1P2D) -> [(1, 1), (1, 2), (2, 1)] (scenario/kv_cache.parse_pd)."""
-    from specsim.scenario.kv_cache import parse_pd
-
-    return list(parse_pd(text))
-
-
 def _pct(values: np.ndarray, q: float) -> float:
     v = values[np.isfinite(values)]
     return float(np.percentile(v, q) * 1e3) if v.size else float("nan")
 
 
-def compare_pools(setup: Setup, ratios: Sequence[tuple[int, int]], link_gb_per_s: float = DEFAULT_LINK_GB_PER_S,
+def compare_pools(setup: Setup, ratios: Sequence[tuple[int, int]], link_gb_per_s: float = DEFAULT_KV_LINK_GB_PER_S,
                   latency_ms: float = 0.0) -> list[PoolRow]:
     """Each xPyD's disaggregated run, then the aggregated pool of the same GPUs (module docstring)."""
     if not link_gb_per_s > 0:

@@ -129,13 +129,13 @@ def _ints(text: str | None, name: str, default: tuple[int, ...]) -> tuple[int, .
 def _pd(text: str | None, kv_link: float | None) -> tuple[tuple[int, int] | None, ...]:
     """How the replicas serve: aggregated (None), then each prefill:decode ratio asked, in lowest terms (2:2 is
     1:1: the fewest replicas in the ratio are searched either way)."""
-    from specsim.advise.pools import parse_ratios
+    from specsim.scenario.kv_cache import parse_pd
 
     if text is None:
         if kv_link is not None:
             raise SpecsimError("--kv-link is the KV link between prefill and decode pools: give it with --pd")
         return (None,)
-    ratios = parse_ratios(AUTO_PD if text.strip().lower() == "auto" else text)
+    ratios = parse_pd(AUTO_PD if text.strip().lower() == "auto" else text)
     return (None, *dict.fromkeys((x // math.gcd(x, y), y // math.gcd(x, y)) for x, y in ratios))
 
 

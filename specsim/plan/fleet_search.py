@@ -214,9 +214,9 @@ def question(s: Any, drafts: Sequence[Draft], ks: Sequence[int], rate_rps: float
     """The question for scenario s: its arrival load (the rate `rate_rps`, else the serving section's target
     rate, else the load's), its per-token SLO and workload mix, the drafts as chains and their mix's tokens; the
     KV link between prefill and decode pools, GB/s per prefill GPU (default: advise.pools')."""
-    from specsim.advise.pools import DEFAULT_LINK_GB_PER_S
+    from specsim.scenario.kv_cache import DEFAULT_KV_LINK_GB_PER_S
 
-    link = DEFAULT_LINK_GB_PER_S if kv_link_gb_s is None else float(kv_link_gb_s)
+    link = DEFAULT_KV_LINK_GB_PER_S if kv_link_gb_s is None else float(kv_link_gb_s)
     if not (math.isfinite(link) and link > 0):
         raise SpecsimError(f"--kv-link must be > 0 GB/s, got {link:g}")
     a = s.arrival

@@ -30,26 +30,19 @@ def profile_requests(first: Requests, name: str, rng: np.random.Generator, max_c
     outs = np.maximum(1, np.rint(p.output_tokens_per_turn.sample(rng, total))).astype(np.int64)
     new = np.maximum(0, np.rint(p.new_tokens_per_turn.sample(rng, total))).astype(np.int64)
     gaps = np.maximum(0.0, p.gap_between_turns_s.sample(rng, total))
-    arrival, prompt, output, session, think = [], [], [], [], []
-    at = 0
-    for g in range(n):
-        ctx = int(min(start[g], limit - 1))
-        for i in range(int(turns[g])):
-            j = at + i
-            out = int(min(outs[j], limit - ctx))
-            if i and (out < 1 or ctx >= limit):
-                break
-            arrival.append(first.arrival_s[g])
-            prompt.append(ctx)
-            output.append(max(1, out))
-            session.append(g)
-            think.append(gaps[j] if i else 0.0)
-            ctx += max(1, out) + int(new[j])
-        at += int(turns[g])
-    p_arr = np.asarray(prompt, dtype=np.int64)
-    return Requests(np.asarray(arrival, dtype=np.float64), p_arr, np.asarray(output, dtype=np.int64),
-                    first.concurrency, np.minimum(p_arr, common).astype(np.int64),
-                    np.asarray(session, dtype=np.int64), np.asarray(think, dtype=np.float64))
+    # a session's contexts: its first prompt (within the limit) plus every earlier turn's output and new tokens;
+    # a later turn is kept while its context is below the limit (contexts only grow), its output cut at the limit
+    g = np.repeat(np.arange(n), turns)
+    head = np.concatenate([[0], np.cumsum(turns)[:-1]])
+    turn = np.arange(total) - head[g]
+    grow = np.cumsum(outs + new) - (outs + new)  # before each row, over all rows
+    ctx = np.minimum(start, limit - 1)[g] + grow - grow[head][g]
+    keep = (turn == 0) | (ctx < limit)
+    prompt = ctx[keep].astype(np.int64)
+    output = np.maximum(1, np.minimum(outs, limit - ctx))[keep].astype(np.int64)
+    return Requests(first.arrival_s[g][keep], prompt, output, first.concurrency,
+                    np.minimum(prompt, common).astype(np.int64), g[keep].astype(np.int64),
+                    np.where(turn > 0, gaps, 0.0)[keep])
 
 
 def fixed_requests(first: Requests, shape: SessionShape, later_outputs: np.ndarray | None) -> Requests:

@@ -116,7 +116,7 @@ def result_of(lp: Loop, requests: Requests, engine: EngineConfig, seed: int) -> 
     workload, sched, first, finish, preempt, rejected = per
     return SimResult(requests, engine, seed, workload, sched, first, finish, preempt, rejected.astype(bool), steps,
                      np.asarray(lp.resume_gaps, dtype=np.float64), hits,
-                     lp.cache.reload_s[0] if lp.cache is not None else 0.0)
+                     lp.cache.reload_s if lp.cache is not None else 0.0)
 
 
 def _by_request(lp: Loop, requests: Requests, per: list[npt.NDArray[Any] | None]

@@ -53,7 +53,7 @@ class PrefixCache:
     gpu: OrderedDict[int, int] = field(default_factory=OrderedDict)
     host: OrderedDict[int, int] = field(default_factory=OrderedDict)
     hit_tokens: list[int] = field(default_factory=lambda: [0, 0])  # from the GPU, from the host
-    reload_s: list[float] = field(default_factory=lambda: [0.0])
+    reload_s: float = 0.0  # seconds spent reloading from the host tier
 
     def usable(self, cached: int, target: int) -> int:
         """The tokens of a `target`-token prefill served from `cached` cached tokens (module docstring)."""
@@ -91,7 +91,7 @@ class PrefixCache:
             if self.host.pop(session, None) is not None:
                 from_host = max(0, hit - on_gpu)
         reload = from_host * self.reload_s_per_token
-        self.reload_s[0] += reload
+        self.reload_s += reload
         self.hit_tokens[0] += hit - from_host
         self.hit_tokens[1] += from_host
         self._evict(held + hit + alloc)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from specsim.advise.pools import PoolRow, fewest_within, parse_ratios
+from specsim.advise.pools import PoolRow, fewest_within
 from specsim.errors import SpecsimError
+from specsim.scenario.kv_cache import parse_pd
 from tests.corpus.harness import invoke
 
 BASE = ["pools", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "eagle3", "--input-len", "3000", "--output-len",
@@ -17,10 +18,10 @@ BASE = ["pools", "-H", "h100-sxm", "-m", "llama-3.1-8b", "-d", "eagle3", "--inpu
 
 
 def test_ratios_parse_both_spellings() -> None:
-    assert parse_ratios("1:2, 2P1D,3:3") == [(1, 2), (2, 1), (3, 3)]
+    assert parse_pd("1:2, 2P1D,3:3") == ((1, 2), (2, 1), (3, 3))
     for bad in ("1-2", "0:1", "2:x"):
         with pytest.raises(SpecsimError, match="--pd"):
-            parse_ratios(bad)
+            parse_pd(bad)
 
 
 def _row(layout: str, gpus: int, ttft: float, tpot: float, split: bool) -> PoolRow:

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from specsim.advise.planner import acceptance_mix
-from specsim.advise.pools import DEFAULT_LINK_GB_PER_S
 from specsim.drafts.build import make_draft
 from specsim.errors import SpecsimError
 from specsim.plan.arrival import prefill_time_s
 from specsim.plan.capacity import latency_at_rate_ms, solver_max_rate
 from specsim.plan.fleet_price import FleetQuestion, FleetRow, Placement, target_for
 from specsim.plan.fleet_search import FleetAnswer, Space, mix_tokens, question, search, tasks_of
+from specsim.scenario.kv_cache import DEFAULT_KV_LINK_GB_PER_S
 from specsim.scenario.scenario import load_scenario
 from specsim.scenario.serving import cost_per_mtok_usd
 from specsim.step.evaluate import config_metrics, fits
@@ -95,7 +95,7 @@ def test_the_pool_axis_leaves_the_aggregated_rows_alone(local: tuple[object, Fle
     assert tuple(r for r in pools.rows if r.layout == "aggregated") == ans.rows  # same rows, same order
     assert {r.layout for r in pools.rows} == {"aggregated", "1P2D", "2P1D"}
     assert all(r.prefill_replicas is None and r.decode_replicas is None for r in ans.rows)
-    assert FleetQuestion.__dataclass_fields__["kv_link_gb_s"].default == DEFAULT_LINK_GB_PER_S
+    assert FleetQuestion.__dataclass_fields__["kv_link_gb_s"].default == DEFAULT_KV_LINK_GB_PER_S
 
 
 def _decode_rps_by_hand(t: object, d: object, k: int, prompt: int, output: int, slo_ms: float) -> float:

@@ -9,9 +9,14 @@ one), tokens per step from the workload mix: (1 + E[A]) x t_plain / t_speculativ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from specsim.report.context import Ctx, Section, md_table
+
+if TYPE_CHECKING:
+    from specsim.advise.simulation import Setup
 
 CONTEXTS = (2_048, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144)
 TURNS_SHOWN = 8
@@ -22,8 +27,7 @@ def _growth(prompt: np.ndarray, session: np.ndarray) -> tuple[np.ndarray, np.nda
     first = np.concatenate([[True], session[1:] != session[:-1]])
     start = np.maximum.accumulate(np.where(first, np.arange(len(session)), 0))
     turn = np.arange(len(session)) - start
-    means = np.asarray([prompt[turn == i].mean() for i in range(int(turn.max()) + 1)])
-    return turn, means
+    return turn, np.bincount(turn, weights=prompt) / np.bincount(turn)
 
 
 def agentic_section(c: Ctx) -> Section | None:
@@ -63,18 +67,16 @@ def agentic_section(c: Ctx) -> Section | None:
                    "mean prompt tokens by turn (left); speedup of the plan's speculation by context (right)")
 
 
-def _speedup_by_context(setup: object, contexts: list[int], batch: int) -> list[float]:
+def _speedup_by_context(setup: Setup, contexts: list[int], batch: int) -> list[float]:
     """(1 + E[A]) x t_plain / t_speculative at each context, the policy's k at `batch` (module docstring)."""
-    from specsim.advise.simulation import Setup
-
-    assert isinstance(setup, Setup)
     policy = setup.policy
     k = int(policy.k_table(batch)[batch]) if policy.enabled else 0
     if k == 0:
         return [1.0] * len(contexts)
     mix, _ = setup.mix()
     tokens = 1.0 + float((mix.expected_accepted(k) * mix.shares).sum())
-    on = setup.cost().decode_s(np.full(len(contexts), batch), np.asarray(contexts, float), np.full(len(contexts), k))
-    off = setup.cost().decode_s(np.full(len(contexts), batch), np.asarray(contexts, float),
-                                np.zeros(len(contexts), dtype=np.int64))
+    m = len(contexts)  # the speculative and the plain step at each context, in one call
+    times = setup.cost().decode_s(np.full(2 * m, batch), np.tile(np.asarray(contexts, float), 2),
+                                  np.repeat(np.array([k, 0]), m))
+    on, off = times[:m], times[m:]
     return [float(x) for x in tokens * off / on]
