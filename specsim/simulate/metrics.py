@@ -224,5 +224,5 @@ def summarize(result: SimResult, slo: SLO | None = None, pricing: Pricing | None
         tokens_per_decode_step=float((st.emitted * e[None, :]).sum() / decode_slots) if decode_slots else math.nan,
         preemptions=int(result.preemptions.sum()), policy=result.engine.policy.label,
         cost_per_mtok_usd=price, timeseries=time_series(result, bins) if bins else None,
-        prefix_hit_share=(float(result.hit_tokens[done].sum() / max(1, result.requests.prompt_tokens[done].sum()))
+        prefix_hit_share=(int(result.hit_tokens[done].sum()) / max(1, int(result.requests.prompt_tokens[done].sum()))
                           if result.hit_tokens is not None else None))

@@ -48,7 +48,7 @@ def agentic_section(c: Ctx) -> Section | None:
     turn, means = _growth(req.prompt_tokens, session)
     carried = np.where(turn > 0, np.concatenate([[0], req.prompt_tokens[:-1] + req.output_tokens[:-1]]), 0)
     cached = np.maximum(carried, req.cached_tokens if req.cached_tokens is not None else 0)
-    share = float(np.minimum(cached, req.prompt_tokens).sum() / req.prompt_tokens.sum())
+    share = int(np.minimum(cached, req.prompt_tokens).sum()) / int(req.prompt_tokens.sum())
     turns = np.bincount(np.unique(session, return_inverse=True)[1])
     window = c.s.model.max_context_tokens or CONTEXTS[-1]
     contexts = [x for x in CONTEXTS if x <= window]
