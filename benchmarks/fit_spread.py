@@ -34,6 +34,7 @@ def main() -> None:
             "priced from the priors\n# (held out by source); plain decoding tok/s rows for step_sigma. In-sample: "
             "`specsim validate --published` scores the bands\n# with each group left out of this fit.\n")
     data = {"source": f"benchmarks/fit_spread.py on specsim/validation/data ({len(rows)} scored rows)",
+            "speedup_bias": round(sp.speedup_bias, 4),
             "speedup_sigma": {k: round(v, 4) for k, v in sorted(sp.speedup_sigma.items())},
             "step_sigma": {k: round(v, 4) for k, v in sorted(sp.step_sigma.items())},
             "acceptance_scale": round(sp.acceptance_scale, 4),

@@ -37,11 +37,15 @@ def test_the_band_holds_the_central_crossover() -> None:
 
 
 def test_with_the_acceptance_given_only_the_cost_spread_remains() -> None:
-    """By hand: the ratio at each load times exp(-/+ 1.2816 sigma) (the engine's speedup spread), its crossover."""
+    """By hand: the ratio at each load times exp(-bias -/+ 1.2816 sigma) (the engine's speedup spread, leaning by the
+    cost model's bias where the acceptance was given), its crossover."""
     f = _frontier(acceptance_length=1.6)
     (name, _), = f.crossovers.items()
     g = f.rows[f.rows["configuration"] == name]
     sp = load_spread()
     z = 1.2816 * sp.sigma(sp.speedup_sigma, "vllm")
     ratio, x = g["throughput_ratio"].to_numpy(float), g["concurrency"].to_numpy(float)
-    assert f.crossover_bands[name] == pytest.approx((crossover(x, ratio * np.exp(-z)), crossover(x, ratio * np.exp(z))))
+    lean = np.exp(-sp.speedup_bias)
+    assert sp.speedup_bias > 0.0
+    assert f.crossover_bands[name] == pytest.approx((crossover(x, ratio * lean * np.exp(-z)),
+                                                     crossover(x, ratio * lean * np.exp(z))))

@@ -68,6 +68,10 @@ def test_an_engine_nobody_measured_gets_the_widest_measured_spread() -> None:
     sp = Spread({"sglang": 0.08, "hf": 0.2}, {"sglang": 0.06}, 1.0)
     assert family("sglang-0.4") == "sglang" and family("hf-naive") == "hf-naive" and family("vLLM-0.10") == "vllm"
     assert sp.sigma(sp.speedup_sigma, "sglang-0.4") == 0.08 and sp.sigma(sp.speedup_sigma, "atom") == 0.2
+    from specsim.step.bands import UNMEASURED
+
+    fitted = Spread({"sglang": 0.1, "hf": 0.1, UNMEASURED: 0.12}, {"sglang": 0.06}, 1.0)
+    assert fitted.sigma(fitted.speedup_sigma, "hf") == 0.1 and fitted.sigma(fitted.speedup_sigma, "atom") == 0.12
 
 
 def test_unscaled_gives_back_the_priors_own_ends() -> None:
@@ -91,3 +95,21 @@ def test_a_plans_gain_band_is_its_acceptance_ends_and_its_cost_spread() -> None:
                                                                                           rel=1e-5)
     both_lo, both_hi = gain_band(1.36, 1.21, 1.52, "vllm", cost_only)
     assert both_lo < min(1.21, lo) and both_hi > max(1.52, hi)  # two independent spreads widen each other
+
+
+def test_a_speedup_band_leans_by_the_cost_bias_only_where_the_acceptance_was_given() -> None:
+    """Hand calculation: acceptance given (low = high = tau) the band is exp(-bias -/+ Z sigma) around the central
+    value; from a prior (a band on tau) no lean; a fitted deployment's spread carries none."""
+    from specsim.step.bands import gain_band
+
+    sp = Spread({"vllm": 0.1}, {"vllm": 0.05}, 1.0, speedup_bias=0.08)
+    central = {"tokens_per_step": np.array([3.0, 3.0]), "speedup": np.array([2.0, 2.0])}
+    b = step_bands(central, np.array([3.0, 2.5]), np.array([3.0, 3.6]), "vllm", sp)
+    assert b.low["speedup"][0] == pytest.approx(2.0 * np.exp(-0.08 - Z * 0.1), rel=1e-6)
+    assert b.high["speedup"][0] == pytest.approx(2.0 * np.exp(-0.08 + Z * 0.1), rel=1e-6)
+    unleant = step_bands(central, np.array([3.0, 2.5]), np.array([3.0, 3.6]), "vllm",
+                         Spread({"vllm": 0.1}, {"vllm": 0.05}, 1.0))
+    assert b.low["speedup"][1] == unleant.low["speedup"][1] and b.high["speedup"][1] == unleant.high["speedup"][1]
+    assert gain_band(1.5, None, None, "vllm", sp) == pytest.approx((1.5 * np.exp(-0.08 - Z * 0.1),
+                                                                    1.5 * np.exp(-0.08 + Z * 0.1)), rel=1e-5)
+    assert sp.fitted("vllm", 0.03).speedup_bias == 0.0
