@@ -162,13 +162,13 @@ def _abs_pct(x: float) -> str:
 def run_serving(fmt: str, corpus: Path | None = None) -> None:
     """`validate --serving`: the serving simulator against published serving measurements (speculation off and
     on), per source group, with the source's acceptance and with the priors."""
-    from specsim.validation.serving import MODES, reasons, validate_serving
+    from specsim.validation.serving import MODES, band_by_figure, reasons, validate_serving
 
     with working("simulating the published serving load points..."):
         result = validate_serving(corpus)
-    g = result.groups
+    g, bands = result.groups, band_by_figure(result)
     if fmt == "json":
-        print_json({"groups": plain(g.to_dict(orient="records")),
+        print_json({"groups": plain(g.to_dict(orient="records")), "bands": plain(bands.to_dict(orient="records")),
                     "crossovers": plain(result.crossovers.to_dict(orient="records")),
                     "not_stated": {str(k): int(v) for k, v in reasons(result).items()}})
         return
@@ -188,10 +188,13 @@ def run_serving(fmt: str, corpus: Path | None = None) -> None:
                                    "on/off ratios (x, with their bias) and of both arms' output tok/s and TPOT; "
                                    "crossovers within one sweep step")
         o = part[part["group"] == "OVERALL"].iloc[0]
-        if fmt == "table" and o["band_n"]:
-            console().print(f"80% bands: {_share(o['band_inside'])} of {int(o['band_n'])} predicted figures hold the "
-                            f"measured one (median half-width {_share(o['band_half_width'])}; per group in -f json)",
-                            markup=False)
+        mine = bands[bands["mode"] == mode]
+        if o["band_n"] and len(mine):
+            emit_records([{"figure": b["figure"], "n": int(b["n"]), "inside": _share(b["inside"]),
+                           "above": _share(b["above"]), "below": _share(b["below"]),
+                           "half-width": _share(b["half_width"])} for _, b in mine.iterrows()], fmt,
+                         f"80% bands, {titles[mode]}: {_share(o['band_inside'])} of {int(o['band_n'])} predicted "
+                         "figures hold the measured one; per figure (per group in -f json)")
     why = reasons(result)
     if len(why):
         console().print(f"{int(why.sum())} rows not stated: " + "; ".join(f"{n} {k}" for k, n in why.items()),

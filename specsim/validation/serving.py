@@ -228,6 +228,30 @@ def _band_share(s: pd.DataFrame) -> tuple[float, float, int]:
     return (sum(inside) / n, float(np.median(half)), n) if n else (math.nan, math.nan, 0)
 
 
+#: how each banded figure is named where it is reported
+FIGURE_NAMES = {"pred_ratio": "x tok/s (on/off)", "pred_tpot_ratio": "x TPOT (on/off)", "pred_tok_s_on": "tok/s on",
+                "pred_tok_s_off": "tok/s off", "pred_tpot_ms_on": "TPOT on", "pred_tpot_ms_off": "TPOT off"}
+
+
+def band_by_figure(s: ServingScore) -> pd.DataFrame:
+    """Per mode and serving figure: how often the measured value fell inside its 80% band, above and below it,
+    and the band's median relative half-width (the stated rows)."""
+    from specsim.validation.spread import coverage
+
+    out = []
+    for mode, rows in s.rows.groupby("mode", sort=False):
+        stated = rows[rows["stated"] == True]  # noqa: E712
+        for name, (meas, _, _) in SERVING_BANDS.items():
+            if f"{name}_low" not in stated:
+                continue
+            c = coverage(*(stated[col].to_numpy(float) for col in (meas, name, f"{name}_low", f"{name}_high")))
+            if c.n == 0:  # the source does not report this figure
+                continue
+            out.append({"mode": mode, "figure": FIGURE_NAMES[name], "n": c.n, "inside": c.inside, "above": c.above,
+                        "below": c.below, "half_width": c.half_width})
+    return pd.DataFrame(out, columns=["mode", "figure", "n", "inside", "above", "below", "half_width"])
+
+
 def _err(pred: pd.Series, meas: pd.Series) -> pd.Series:
     ok = pred.notna() & meas.notna() & (meas > 0)
     return (pred[ok] / meas[ok] - 1.0).astype(float)

@@ -95,6 +95,17 @@ def test_command_on_a_small_corpus(tmp_path: Path) -> None:
     assert math.isfinite(overall["ratio_abs"]) and overall["ratio_abs"] < 0.5
     # the measured absolute throughput of plain decoding on the H100 rows, held out of every fit
     assert groups[("priors", "llmbench-vllm-h100")]["tput_abs"] < 0.15
+    # the bands per figure the sources report (both ratios and both arms' tok/s here; no TPOT), inside + above +
+    # below = 1, and pooled they give the group table's OVERALL share
+    bands = pd.DataFrame(json.loads(r.out)["bands"])
+    assert bands.groupby("mode")["figure"].apply(set).tolist() == [
+        {"x tok/s (on/off)", "tok/s on", "tok/s off"}] * 2, bands
+    assert (bands["inside"] + bands["above"] + bands["below"]).to_numpy() == pytest.approx(1.0)
+    for mode, b in bands.groupby("mode"):
+        pooled = float((b["inside"] * b["n"]).sum() / b["n"].sum())
+        assert pooled == pytest.approx(groups[(mode, "OVERALL")]["band_inside"])
+    table = invoke("validate", "--serving", "--corpus", str(path))
+    assert table.code == 0 and "80% bands, acceptance from the priors" in table.out and "x tok/s (on/off)" in table.out
 
 
 def test_bad_corpus_is_one_line(tmp_path: Path) -> None:
