@@ -56,8 +56,9 @@ def _render(r: RatioStep | RealStep, g: Given, fmt: str) -> None:
                    note=(f"prior: {prior}\n" if prior else "") + band + f"tokens_per_step: {MEAN_LENGTH_CONVENTION}")
 
 
-BAND_NOTE = ("[low-high]: the 80% band, from the acceptance's band and the engine's measured cost spread "
-             "(validate --published says how often it holds)\n")
+BAND_NOTE = ("[low-high]: the 80% band, from the acceptance's band and the engine's measured cost spread; with the "
+             "acceptance given the speedup's leans low by the cost model's measured bias (validate --published says "
+             "how often it holds)\n")
 
 
 def _with_band(rec: dict[str, object], key: str) -> object:
