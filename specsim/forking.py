@@ -9,6 +9,7 @@ alone (it reached a bad-input run's captured warnings on 3.13)."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import warnings
 from multiprocessing import context as mp_context
@@ -20,7 +21,11 @@ class _QuietForkProcess(mp_context.ForkProcess):
     def start(self) -> None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_MESSAGE, category=DeprecationWarning)
-            super().start()
+            gc.freeze()
+            try:
+                super().start()
+            finally:
+                gc.unfreeze()
 
 
 class _QuietForkContext(mp_context.ForkContext):

@@ -5,6 +5,10 @@ from pathlib import Path
 
 import pytest
 
+# One pytest-xdist worker runs on each core (pyproject.toml's `-n auto`): numpy's BLAS (OpenBLAS) runs one thread in
+# each, not a pool per worker whose threads (spinning while they wait) take the other workers' cores; set before
+# numpy is first imported (this file is loaded before the test modules, on every worker).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 VIDUR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vidur"
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.main import get_command
 
 from specsim import __version__
 from specsim.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ISSUE_TRACKER, SpecsimError, missing_extra
@@ -73,6 +74,27 @@ def _register(argv: list[str] | None = None) -> None:
         importlib.import_module(f"specsim.cli.{module}")
 
 
+def _registered(t: typer.Typer) -> tuple[int, ...]:
+    """The commands and groups `t` holds (theirs too), by identity."""
+    return (*(id(c) for c in t.registered_commands), *(
+        x for g in t.registered_groups for x in (id(g), *(_registered(g.typer_instance) if g.typer_instance else ()))))
+
+
+_CLICK: dict[tuple[int, ...], Any] = {}
+
+
+def _click_command() -> Any:
+    """The click command of `app`. typer builds it from the commands' signatures, evaluating their annotations
+    anew each time (30 ms with every command module imported): a process that runs main() many times (the tests, a
+    notebook) builds it once, cached on the commands registered (`_registered`: a command module imported later
+    builds it again)."""
+    key = _registered(app)
+    if key not in _CLICK:
+        _CLICK.clear()
+        _CLICK[key] = get_command(app)
+    return _CLICK[key]
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -92,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     _register(argv)
     try:
         # With standalone_mode=False click returns (rather than raises) a command's exit code.
-        code = app(args=argv, prog_name="specsim", standalone_mode=False)
+        code = _click_command()(args=argv, prog_name="specsim", standalone_mode=False)
     except SpecsimError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)

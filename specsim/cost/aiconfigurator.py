@@ -38,7 +38,7 @@ attention and MoE rows 1 (the collectors replay one KV cache / one set of expert
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -93,8 +93,16 @@ def _read(path: str, wanted: Sequence[str]) -> pd.DataFrame:
     return df
 
 
+def _per_value(s: pd.Series, mapping: Mapping[str, str]) -> pd.Series:
+    """`s.map(lambda x: mapping.get(x, x))` (a string column's values renamed, the others kept), looked up once per
+    distinct value: a table repeats a few names over 100,000s of rows."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=False)
+    return pd.Series(np.array([mapping.get(u, u) for u in uniques], dtype=object)[codes], index=s.index,
+                     dtype=s.dtype)
+
+
 def _dtype(s: pd.Series) -> pd.Series:
-    return s.astype(str).str.lower().map(lambda x: _DTYPES.get(x, x))
+    return _per_value(s.astype(str).str.lower(), _DTYPES)
 
 
 def _l2_bytes(system: str) -> float:
@@ -201,7 +209,7 @@ def _load(rec: pd.Series, package_version: str) -> pd.DataFrame:
     columns, convert = _CONVERT[rec["table"]]
     raw = _read(rec["path"], [*columns, "framework", "version"])
     out = convert(raw, rec)
-    in_rows = raw.loc[out.index, "framework"].astype(str).str.lower().map(lambda x: _FW_NAMES.get(x, x))
+    in_rows = _per_value(raw.loc[out.index, "framework"].astype(str).str.lower(), _FW_NAMES)
     out["measured_framework"] = in_rows
     version = rec["version"]
     if rec["framework"] == "nccl" and rec["dir_framework"] != "nccl":  # nccl-tests data filed under trtllm
@@ -245,20 +253,31 @@ def import_aiconfigurator(systems: Sequence[str] | None = None, frameworks: Sequ
     for col in OUTPUT_COLUMNS:
         if col not in df.columns:
             df[col] = np.nan
+    keep, time_ms = _kept_rows(df, latest)
+    # one take of the kept rows at the end: the text columns are pyarrow strings, slow to filter step by step
+    return df.iloc[keep].assign(time_ms=time_ms).loc[:, list(OUTPUT_COLUMNS)].reset_index(drop=True)
+
+
+def _kept_rows(df: pd.DataFrame, latest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of the rows `import_aiconfigurator` keeps, in order, and their times: rows copied from another
+    framework dropped; repeated runs of one key in one file as their median, once; with `latest`, the newest version
+    of each key; times > 0."""
     copied = df["framework"].isin(["sglang", "vllm", "trtllm"]) & (df["measured_framework"] != df["framework"])
-    df = df[~copied.to_numpy()]
+    pos = np.flatnonzero(~copied.to_numpy())
     # repeated runs of one key in one file -> their median (run-to-run noise 1-3%, notes §2)
-    h = _keys(df, ("framework_version", "source"))
-    median = df["time_ms"].groupby(h).transform("median").to_numpy()
-    df = df.assign(time_ms=median)[~pd.Series(h).duplicated().to_numpy()]
+    h = _keys(df, ("framework_version", "source"))[pos]
+    median = df["time_ms"].iloc[pos].groupby(h).transform("median").to_numpy()
+    first = ~pd.Series(h).duplicated().to_numpy()
+    pos, median = pos[first], median[first]
     if latest:
-        rank = df["framework_version"].astype(str).map(version_key)
-        order = {v: i for i, v in enumerate(sorted(set(rank)))}
-        r = rank.map(order).to_numpy()
-        best = pd.Series(r).groupby(_keys(df)).transform("max").to_numpy()
-        df = df[r == best]
-    df = df[pd.to_numeric(df["time_ms"], errors="coerce") > 0]
-    return df.loc[:, list(OUTPUT_COLUMNS)].reset_index(drop=True)
+        codes, versions = pd.factorize(df["framework_version"].astype(str).iloc[pos], use_na_sentinel=False)
+        keys = [version_key(v) for v in versions]
+        order = {v: i for i, v in enumerate(sorted(set(keys)))}
+        r = np.array([order[k] for k in keys], dtype=np.int64)[codes]
+        best = pd.Series(r).groupby(_keys(df)[pos]).transform("max").to_numpy()
+        pos, median = pos[r == best], median[r == best]
+    positive = pd.to_numeric(pd.Series(median), errors="coerce").to_numpy() > 0
+    return pos[positive], median[positive]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost.gemm_dispatch import bucket_starts, dispatch_configs
-from specsim.cost.hardware_profile import ALLREDUCE_IMPLEMENTATIONS, HardwareProfile
+from specsim.cost.hardware_profile import ALLREDUCE_IMPLEMENTATIONS, Efficiency, HardwareProfile
 from specsim.errors import SpecsimError
 
 Array = NDArray[np.float64]
@@ -100,6 +100,36 @@ def is_weight_only(dtype: str, weight_bytes: float, act_bytes: float = 2.0) -> b
     return dtype in ("bf16", "fp16") and weight_bytes < act_bytes
 
 
+#: The split-K factors of `_SK` once each, and each configuration's among them (`_tiles` computes K per tile per factor)
+_SPLITS, _SPLIT_OF = np.unique(_SK, return_inverse=True)
+#: The configurations whose tiles run at `swap_tile_efficiency` (swap-AB, whatever their token width) and at
+#: `small_tile_efficiency` (64-row tiles); the rest at 1
+_SWAP_TILE, _SMALL_TILE = _IS_SWAP, ~_IS_SWAP & (_TM < 128)
+
+
+def _tiles(m: Array, n: Array, k: Array, g: Array, eff: Efficiency, dispatch: str
+           ) -> tuple[Array, Array, Array, Array, Array, Array, Array, Array]:
+    """`_gemm_configs`' grid of each configuration (trailing axis): tile rows and columns, split-K, stream-K (1 or 0),
+    CTAs per row of tiles and in all (the grid rounded up to whole clusters), the tile's efficiency and its K
+    (`k_eff`: the MMA main loop in whole K blocks, plus the pipeline fill)."""
+    if dispatch:  # the engine's fixed configuration for this shape (gemm_dispatch.py): one, no split-K
+        tm, tn, cm, cn, swap_flag = (a[..., None] for a in dispatch_configs(dispatch, m[..., 0], n[..., 0]))
+        sk, stream = np.ones(1), np.zeros(1)
+        ctas_per_row = g * np.ceil(np.ceil(n / tn) / cn) * cn * sk
+        ctas = np.ceil(np.ceil(m / tm) / cm) * cm * ctas_per_row
+        tile_eff = np.where(swap_flag > 0, eff.swap_tile_efficiency,
+                            np.where(tm < 128, eff.small_tile_efficiency, 1.0))
+        return tm, tn, sk, stream, ctas_per_row, ctas, tile_eff, np.ceil(k / sk / K_STEP) * K_STEP + eff.cta_k_overhead
+    # every configuration, clusters of one tile; a swap-AB tile's rows are the token width (a multiple of 8 over M)
+    token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP, MAX_TOKEN_TILE)
+    tm = np.where(_IS_SWAP, token_tile, _TM)
+    ctas_per_row = g * np.ceil(n / _TN) * _SK
+    ctas = np.ceil(m / tm) * ctas_per_row
+    tile_eff = np.where(_SWAP_TILE, eff.swap_tile_efficiency, np.where(_SMALL_TILE, eff.small_tile_efficiency, 1.0))
+    k_eff = (np.ceil(k / _SPLITS / K_STEP) * K_STEP + eff.cta_k_overhead)[..., _SPLIT_OF]
+    return tm, _TN, _SK, _STREAM, ctas_per_row, ctas, tile_eff, k_eff
+
+
 def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str,
                   weight_bytes: float, act_bytes: float, groups: ArrayLike, buffer_sets: ArrayLike | None = None,
                   compute_scale: float = 1.0, working_set: ArrayLike | None = None, dispatch: str = ""
@@ -135,20 +165,9 @@ def _gemm_configs(m: ArrayLike, n: ArrayLike, k: ArrayLike, hw: HardwareProfile,
     a_in = QUANT_BYTES if dtype in LOW_PRECISION else act_bytes  # W8A8 GEMMs read quantised activations
     l2_per_sm = eff.l2_bw_tb_per_s * 1e12 / sms
     m, n, k, g = (np.asarray(a, dtype=float)[..., None] for a in (m, n, k, groups))
-    sk, stream = _SK, _STREAM
-    if dispatch:  # the engine's fixed configuration for this shape (gemm_dispatch.py): one, no split-K
-        tm, tn, cm, cn, swap_flag = (a[..., None] for a in dispatch_configs(dispatch, m[..., 0], n[..., 0]))
-        sk, stream, swap = np.ones(1), np.zeros(1), swap_flag > 0
-    else:
-        token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP,
-                             MAX_TOKEN_TILE)
-        tm, tn, cm, cn, swap = np.where(_IS_SWAP, token_tile, _TM), _TN, np.ones(1), np.ones(1), _IS_SWAP
-    # tiles along each side, the grid rounded up to whole clusters
-    ctas_per_row = g * np.ceil(np.ceil(n / tn) / cn) * cn * sk
-    ctas = np.ceil(np.ceil(m / tm) / cm) * cm * ctas_per_row
-    waves = np.where(stream > 0, ctas / sms + eff.streamk_fixup_tiles, np.ceil(ctas / sms))
-    k_eff = np.ceil(k / sk / K_STEP) * K_STEP + eff.cta_k_overhead  # MMA main loop in whole K blocks
-    tile_eff = np.where(swap, eff.swap_tile_efficiency, np.where(tm < 128, eff.small_tile_efficiency, 1.0))
+    tm, tn, sk, stream, ctas_per_row, ctas, tile_eff, k_eff = _tiles(m, n, k, g, eff, dispatch)
+    per_wave = ctas / sms
+    waves = np.where(stream > 0, per_wave + eff.streamk_fixup_tiles, np.ceil(per_wave))
     rate = per_sm * tile_eff
     rows = np.minimum(tm, m)
     tile_s = np.maximum(2.0 * tm * tn * k_eff / rate, (rows * a_in + tn * weight_bytes) * k_eff / l2_per_sm)
@@ -243,10 +262,43 @@ def gemm_time_s(
     return t, compute, memory
 
 
+#: Points `_gemm_time_s` prices at once. Its arrays hold every configuration of each point (52): blocks of 256 points
+#: keep each ~100 KiB, in cache and below glibc's mmap threshold; a calibration fit's 4,000 shapes at once spent
+#: more time faulting in fresh pages for its temporaries than computing (3x slower).
+GEMM_BLOCK_POINTS = 256
+
+
 def _gemm_time_s(m: Array, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str, weight_bytes: float,
                  act_bytes: float, groups: ArrayLike, buffer_sets: ArrayLike | None, act_quant: bool | None,
                  compute_scale: float, working_set: ArrayLike | None, dispatch: str) -> tuple[Array, Array, Array]:
-    """`gemm_time_s` of one kernel choice: the best configuration, or the dispatch's."""
+    """`gemm_time_s` of one kernel choice: the best configuration, or the dispatch's; elementwise in its array
+    arguments, evaluated in blocks of `GEMM_BLOCK_POINTS` points."""
+    arrays = (m, n, k, groups, buffer_sets, working_set)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays if a is not None))
+    size = int(np.prod(shape))
+    if size <= GEMM_BLOCK_POINTS:
+        return _gemm_block_s(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets, act_quant,
+                             compute_scale, working_set, dispatch)
+
+    def flat(a: ArrayLike) -> Array:
+        return np.broadcast_to(np.asarray(a, dtype=float), shape).ravel()
+
+    fm, fn, fk, fg = (flat(a) for a in (m, n, k, groups))
+    fb, fw = (None if a is None else flat(a) for a in (buffer_sets, working_set))
+    blocks = []
+    for i in range(0, size, GEMM_BLOCK_POINTS):
+        cut = slice(i, i + GEMM_BLOCK_POINTS)
+        blocks.append(_gemm_block_s(fm[cut], fn[cut], fk[cut], hw, dtype, weight_bytes, act_bytes, fg[cut],
+                                    None if fb is None else fb[cut], act_quant, compute_scale,
+                                    None if fw is None else fw[cut], dispatch))
+    t, compute, memory = (np.concatenate(parts).reshape(shape) for parts in zip(*blocks, strict=True))
+    return t, compute, memory
+
+
+def _gemm_block_s(m: Array, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtype: str, weight_bytes: float,
+                  act_bytes: float, groups: ArrayLike, buffer_sets: ArrayLike | None, act_quant: bool | None,
+                  compute_scale: float, working_set: ArrayLike | None, dispatch: str) -> tuple[Array, Array, Array]:
+    """`_gemm_time_s` of one block of points."""
     compute, memory, sk = _gemm_configs(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets,
                                         compute_scale, working_set, dispatch)
     eff = hw.efficiency
