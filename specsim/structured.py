@@ -47,6 +47,14 @@ class _Loader(_BASE_LOADER):
         return super().construct_mapping(node, deep)
 
 
+def _refuse_binary(loader: Any, node: yaml.Node) -> Any:
+    """``!!binary`` data: no input of ours is bytes, and a bytes key or value is an input nothing reads."""
+    raise ConstructorError(None, None, "binary data (!!binary) is not accepted here", node.start_mark)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:binary", _refuse_binary)
+
+
 def _at(mark: Any) -> str:
     return f"line {mark.line + 1} column {mark.column + 1}"
 

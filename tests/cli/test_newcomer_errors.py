@@ -204,7 +204,8 @@ READERS = [  # (what, file name, command with {f})
     ("# nothing here\n", ": empty"),
     ("a: [1, 2\nb: 3\n", " line 2 column 2: not valid YAML: did not find expected ',' or ']'"),
     ("a: 1\na: 2\n", " line 2 column 1: not valid YAML: key 'a' given twice"),
-], ids=["empty", "comment", "unclosed", "twice"])
+    ("a: 1\n!!binary eA==: 2\n", " line 2 column 1: not valid YAML: binary data (!!binary) is not accepted here"),
+], ids=["empty", "comment", "unclosed", "twice", "binary"])
 def test_every_reader_names_the_file_and_the_place(tmp_path: Path, what: str, name: str, cmd: list[str],
                                                    text: str, expect: str) -> None:
     f = tmp_path / name
