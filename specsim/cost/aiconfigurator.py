@@ -49,6 +49,7 @@ from specsim.cost.aiconfigurator_files import (
     DEVICE_MAP,
     FAMILIES,
     FRAMEWORKS,
+    FrameMemo,
     available_systems,
     data_root,
     device_name,
@@ -246,6 +247,11 @@ def import_aiconfigurator(systems: Sequence[str] | None = None, frameworks: Sequ
     """
     files = table_files(systems, frameworks, families, root)
     version = installed_version() or "unknown"
+    # TensorRT-LLM's GEMM rows depend on the GPU's L2 (its profile) beside the files
+    l2 = tuple(_l2_bytes(system) for system in sorted(set(files["system"][files["framework"] == "trtllm"])))
+    key = _READ.key(list(files["path"]), version, latest, l2)
+    if (hit := _READ.get(key)) is not None:
+        return hit
     parts = [p for _, rec in files.iterrows() if len(p := _load(rec, version))]
     if not parts:
         raise SpecsimError("no aiconfigurator rows for this selection")
@@ -255,7 +261,11 @@ def import_aiconfigurator(systems: Sequence[str] | None = None, frameworks: Sequ
             df[col] = np.nan
     keep, time_ms = _kept_rows(df, latest)
     # one take of the kept rows at the end: the text columns are pyarrow strings, slow to filter step by step
-    return df.iloc[keep].assign(time_ms=time_ms).loc[:, list(OUTPUT_COLUMNS)].reset_index(drop=True)
+    return _READ.put(key, df.iloc[keep].assign(time_ms=time_ms).loc[:, list(OUTPUT_COLUMNS)].reset_index(drop=True))
+
+
+#: `import_aiconfigurator`'s frames of this process, by the files read (a GPU's full table set is ~340,000 rows)
+_READ = FrameMemo(max_rows=1_000_000)
 
 
 def _kept_rows(df: pd.DataFrame, latest: bool) -> tuple[np.ndarray, np.ndarray]:

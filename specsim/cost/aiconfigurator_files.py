@@ -11,7 +11,8 @@ import functools
 import importlib.util
 import os
 import re
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,37 @@ def framework_tables(system: str, framework: str, root: str | os.PathLike[str] |
         if path.parts[-2] not in versions:
             versions.append(path.parts[-2])
     return {family: tuple(sorted(v, key=version_key)) for family, v in out.items()}
+
+
+class FrameMemo:
+    """Frames read from the tables, kept per process by what they were read from (`key`: the files, their sizes and
+    modification times, and the caller's other inputs): the calibration and the table cost model read the same
+    GPU's tables again and again (each test, each framework's fit). Hands out copies; keeps frames of at most
+    `max_rows` rows in all, dropping the least recently used."""
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max_rows
+        self._frames: OrderedDict[Hashable, pd.DataFrame] = OrderedDict()
+
+    @staticmethod
+    def key(files: Sequence[str], *inputs: Hashable) -> Hashable | None:
+        """The key of a read of `files` (paths) with `inputs`; None (not kept) when a file cannot be stat()ed."""
+        try:
+            stats = tuple((f, st.st_size, st.st_mtime_ns) for f in files for st in (os.stat(f),))
+        except OSError:
+            return None
+        return stats, inputs
+
+    def get(self, key: Hashable | None) -> pd.DataFrame | None:
+        if key is None or key not in self._frames:
+            return None
+        self._frames.move_to_end(key)
+        return self._frames[key].copy()
+
+    def put(self, key: Hashable | None, frame: pd.DataFrame) -> pd.DataFrame:
+        """Keep `frame` (when it fits); returns a copy of it for the caller."""
+        if key is not None and len(frame) <= self.max_rows:
+            self._frames[key] = frame
+            while sum(len(f) for f in self._frames.values()) > self.max_rows:
+                self._frames.popitem(last=False)
+        return frame.copy()

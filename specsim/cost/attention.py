@@ -8,9 +8,11 @@ from dataclasses import replace
 from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import ArrayLike, NDArray
 
 from specsim.cost.hardware_profile import HardwareProfile
+from specsim.cost.memo import unique_rows
 from specsim.cost.roofline import Array, _join, l2_hit_fraction, stream_s
 
 # Query rows per MMA tile of FlashAttention-2/3 decode and prefill kernels (FA3: 64-row warpgroup
@@ -59,13 +61,50 @@ def fa_num_splits(work: ArrayLike, slots: ArrayLike, n_blocks: ArrayLike, max_sp
     """FlashAttention's `num_splits_heuristic` (flash_api.cpp), vectorised: 1 split when the
     (batch x heads x query blocks) CTAs fill >= 80% of the `slots` (SMs x CTAs per SM); otherwise the
     fewest splits, up to min(128, slots, KV blocks), whose wave efficiency n/ceil(n) (n = CTAs x splits
-    / slots) is >= 85% of the best, skipping split counts that leave the blocks per split unchanged."""
+    / slots) is >= 85% of the best, skipping split counts that leave the blocks per split unchanged.
+    Worked out once per distinct (CTAs, slots, blocks) of the process (`_splits_seen`)."""
     w, sl, nb = np.broadcast_arrays(*(np.ceil(np.asarray(a, dtype=float)) for a in (work, slots, n_blocks)))
     out = np.ones(w.shape)
     need = (w < 0.8 * sl) & (nb > 1)
     if not need.any():
         return out
-    keys, inverse = np.unique(np.stack([w[need], sl[need], nb[need]], axis=-1), axis=0, return_inverse=True)
+    keys, inverse = unique_rows(w[need], sl[need], nb[need])
+    out[need] = _splits_seen(keys, max_splits)[inverse]
+    return out
+
+
+#: The splits `fa_num_splits` has worked out in this process, per max splits: (sorted key codes, splits). A pure
+#: function of (CTAs, slots, KV blocks), asked of the same few thousand keys over and over (a plan's grids over batch
+#: and context; `validate --modules`: 1.4 million keys, 4,600 distinct). A key's code packs its three whole numbers,
+#: each below 2**SPLITS_KEY_BITS (other keys are worked out every time); at most SPLITS_SEEN_MAX are kept.
+_SEEN: dict[int, tuple[npt.NDArray[np.int64], Array]] = {}
+SPLITS_KEY_BITS = 20
+SPLITS_SEEN_MAX = 1 << 16
+
+
+def _splits_seen(keys: Array, max_splits: int) -> Array:
+    """`_splits_heuristic` of each row of `keys`, from `_SEEN` where it is there (and kept there when it was not)."""
+    # whole numbers (ceil'd) in range, not NaN
+    fits = cast(NDArray[np.bool_], ((keys >= 0.0) & (keys < 2.0**SPLITS_KEY_BITS)).all(axis=1))
+    whole = np.where(fits[:, None], keys, 0.0).astype(np.int64)
+    codes = (whole[:, 0] << 2 * SPLITS_KEY_BITS) | (whole[:, 1] << SPLITS_KEY_BITS) | whole[:, 2]
+    seen_codes, seen_splits = _SEEN.get(max_splits, (np.zeros(1, dtype=np.int64), np.zeros(1)))
+    at = np.minimum(np.searchsorted(seen_codes, codes), len(seen_codes) - 1)
+    hit = fits & (seen_codes[at] == codes) & (seen_splits[at] > 0.0)  # (0: the empty memo's placeholder)
+    out = np.where(hit, seen_splits[at], 0.0)
+    if not hit.all():
+        miss = ~hit
+        out[miss] = _splits_heuristic(keys[miss], max_splits)
+        new = miss & fits
+        if new.any() and len(seen_codes) < SPLITS_SEEN_MAX:
+            codes_, splits_ = np.concatenate([seen_codes, codes[new]]), np.concatenate([seen_splits, out[new]])
+            order = np.argsort(codes_, kind="stable")
+            _SEEN[max_splits] = codes_[order], splits_[order]
+    return out
+
+
+def _splits_heuristic(keys: Array, max_splits: int) -> Array:
+    """`fa_num_splits` of each row (CTAs, slots, KV blocks) of `keys` that may split."""
     kw, ksl, knb = (keys[:, i, None] for i in range(3))
     s = np.arange(1, max_splits + 1, dtype=float)[None, :]
     top = np.minimum(np.minimum(float(max_splits), ksl), knb)
@@ -73,8 +112,7 @@ def fa_num_splits(work: ArrayLike, slots: ArrayLike, n_blocks: ArrayLike, max_sp
     waves = kw * s / ksl
     eff = np.where(eligible, waves / np.ceil(waves), 0.0)
     ok = eligible & (eff >= 0.85 * eff.max(axis=-1, keepdims=True))
-    out[need] = (np.argmax(ok, axis=-1) + 1.0)[inverse.reshape(-1)]
-    return out
+    return np.argmax(ok, axis=-1) + 1.0
 
 
 def xqa_num_splits(batch: ArrayLike, kv_heads: ArrayLike, context_len: ArrayLike, sms: float) -> Array:

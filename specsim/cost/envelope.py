@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.cost.attention import ATTENTION_Q_TILE, XQA_MAX_Q
+from specsim.cost.memo import unique_rows
 from specsim.cost.roofline import Array
 
 #: New tokens per sequence up to which the envelope holds: verification of chains and trees (up to 64 nodes).
@@ -48,9 +49,8 @@ def monotone_in_q(price: Callable[[Array, Array, Array], Array], batch: ArrayLik
     if not pair.any():
         return t.reshape(b.shape)
     rows = pair.any(axis=1)
-    pairs, inverse = np.unique(np.stack([b.reshape(-1)[rows], ctx.reshape(-1)[rows]], axis=1), axis=0,
-                               return_inverse=True)
+    pairs, inverse = unique_rows(b.reshape(-1)[rows], ctx.reshape(-1)[rows])
     grid = np.asarray(price(pairs[:, :1], points[None, :], pairs[:, 1:]), dtype=float)  # distinct (b, ctx) x points
-    alt = np.where(pair[rows], grid[inverse.reshape(-1)], np.inf).min(axis=1)
+    alt = np.where(pair[rows], grid[inverse], np.inf).min(axis=1)
     t[rows] = np.minimum(t[rows], alt)
     return t.reshape(b.shape)

@@ -65,5 +65,13 @@ def dispatch_configs(name: str, m: ArrayLike, n: ArrayLike) -> tuple[Array, Arra
     `name` runs at each (m, n): the first rule that covers it."""
     rules = DISPATCH[name]
     mm, nn = np.broadcast_arrays(np.asarray(m, dtype=float), np.asarray(n, dtype=float))
-    masks = [(mm <= m_max) & (nn <= n_max) for m_max, n_max, _ in rules]
-    return tuple(np.select(masks, [float(c[i]) for _, _, c in rules]) for i in range(5))  # type: ignore[return-value]
+    rule = np.full(mm.shape, len(rules))  # past the last: no rule covers (m, n), all five 0
+    for i in reversed(range(len(rules))):
+        rule = np.where((mm <= rules[i][0]) & (nn <= rules[i][1]), i, rule)
+    flat = rule.reshape(-1)
+    return tuple(_CONFIGS[name][flat, i].reshape(mm.shape) for i in range(5))
+
+
+#: Each table's configurations as rows (swap-AB as 1.0), then a row of zeros
+_CONFIGS = {name: np.array([[float(x) for x in c] for _, _, c in rules] + [[0.0] * 5])
+            for name, rules in DISPATCH.items()}

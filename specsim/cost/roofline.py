@@ -13,6 +13,8 @@ fastest configuration wins; every kernel adds a fixed cost.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -61,14 +63,14 @@ def _configs() -> tuple[Array, Array, Array, Array, Array]:
 
 _TM, _TN, _SK, _STREAM, _SWAP = _configs()
 _IS_SWAP = _SWAP > 0
+_SWAP_SPAN = TOKEN_STEP * np.maximum(_SWAP, 1.0)  # tokens a swap-AB configuration's token tiles span per TOKEN_STEP
 
 
 def _join(compute_s: Array, memory_s: Array, p: float | Array) -> Array:
     """p-norm of the two ceilings: max() as p -> inf; smooth near the ridge (fitted p ~ 1.5-3)."""
     hi = np.maximum(compute_s, memory_s)
     lo = np.minimum(compute_s, memory_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(hi > 0, lo / hi, 0.0)
+    ratio = np.divide(lo, hi, out=np.zeros(np.shape(hi)), where=hi > 0)  # 0 where hi is not > 0
     return hi * (1.0 + ratio**p) ** (1.0 / p)
 
 
@@ -121,7 +123,7 @@ def _tiles(m: Array, n: Array, k: Array, g: Array, eff: Efficiency, dispatch: st
                             np.where(tm < 128, eff.small_tile_efficiency, 1.0))
         return tm, tn, sk, stream, ctas_per_row, ctas, tile_eff, np.ceil(k / sk / K_STEP) * K_STEP + eff.cta_k_overhead
     # every configuration, clusters of one tile; a swap-AB tile's rows are the token width (a multiple of 8 over M)
-    token_tile = np.clip(TOKEN_STEP * np.ceil(m / (TOKEN_STEP * np.maximum(_SWAP, 1.0))), TOKEN_STEP, MAX_TOKEN_TILE)
+    token_tile = np.minimum(np.maximum(TOKEN_STEP * np.ceil(m / _SWAP_SPAN), TOKEN_STEP), MAX_TOKEN_TILE)
     tm = np.where(_IS_SWAP, token_tile, _TM)
     ctas_per_row = g * np.ceil(n / _TN) * _SK
     ctas = np.ceil(m / tm) * ctas_per_row
@@ -258,7 +260,9 @@ def gemm_time_s(
         for start in bucket_starts(dispatch):
             later = m_arr < start
             if later.any():
-                t = np.where(later, np.minimum(t, _gemm_time_s(np.full(m_arr.shape, start), *args, dispatch)[0]), t)
+                # (every point's pass at the bucket's first M, priced once: elementwise, a one-point M broadcasts)
+                padded = _gemm_time_s(np.full((1,) * m_arr.ndim, start), *args, dispatch)[0]
+                t = np.where(later, np.minimum(t, padded), t)
     return t, compute, memory
 
 
@@ -275,7 +279,7 @@ def _gemm_time_s(m: Array, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dtyp
     arguments, evaluated in blocks of `GEMM_BLOCK_POINTS` points."""
     arrays = (m, n, k, groups, buffer_sets, working_set)
     shape = np.broadcast_shapes(*(np.shape(a) for a in arrays if a is not None))
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     if size <= GEMM_BLOCK_POINTS:
         return _gemm_block_s(m, n, k, hw, dtype, weight_bytes, act_bytes, groups, buffer_sets, act_quant,
                              compute_scale, working_set, dispatch)
@@ -304,8 +308,9 @@ def _gemm_block_s(m: Array, n: ArrayLike, k: ArrayLike, hw: HardwareProfile, dty
     eff = hw.efficiency
     # split-K > 1 sums its fp32 partials in a second kernel (cuBLAS splitKreduce): `splitk_overhead_us`
     joined = _join(compute, memory, eff.ridge_sharpness) + np.where(sk > 1, eff.splitk_overhead_us * 1e-6, 0.0)
-    best = np.argmin(joined, axis=-1)[..., None]
-    pick = lambda a: np.take_along_axis(a, best, axis=-1)[..., 0]  # noqa: E731
+    # each point's best configuration, picked from every array by flat index
+    best = np.argmin(joined, axis=-1).reshape(-1) + np.arange(0, joined.size, joined.shape[-1])
+    pick = lambda a: np.broadcast_to(a, joined.shape).reshape(-1)[best].reshape(joined.shape[:-1])  # noqa: E731
     t = eff.kernel_overhead_us * 1e-6 + pick(joined)
     quantise = dtype in LOW_PRECISION if act_quant is None else act_quant
     if quantise:

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 from specsim.cost.forward import ForwardBreakdown, breakdown
 from specsim.cost.hardware_profile import HardwareProfile
 from specsim.cost.layout import Layout, as_layout
-from specsim.cost.memo import ArrayMemo
+from specsim.cost.memo import ArrayMemo, unique_rows
 from specsim.cost.model import ModelSpec
 from specsim.cost.ops import make_shape
 from specsim.cost.roofline import Array
@@ -112,12 +112,11 @@ def _on_unique_points(fn: Callable[[Array, Array, Array], Array], b: Array, q: A
     bb, qq, cc = np.broadcast_arrays(b, q, ctx)
     if bb.size < 64:
         return fn(b, q, ctx)
-    points = np.stack([bb.ravel(), qq.ravel(), cc.ravel()], axis=1)
-    unique, inverse = np.unique(points, axis=0, return_inverse=True)
-    if len(unique) > 0.8 * len(points):
+    unique, inverse = unique_rows(bb.ravel(), qq.ravel(), cc.ravel())
+    if len(unique) > 0.8 * bb.size:
         return fn(b, q, ctx)
     out = np.asarray(fn(unique[:, 0], unique[:, 1], unique[:, 2]), dtype=float)
-    return out[inverse.ravel()].reshape(bb.shape)
+    return out[inverse].reshape(bb.shape)
 
 
 def clear_pass_cache() -> None:
