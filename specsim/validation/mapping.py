@@ -63,6 +63,7 @@ class GridRow(DraftShape, Stated):
     k: int
     tp: int
     dp: int
+    cp: int
     ep: int
     pp: int
     layer_split: bool
@@ -191,14 +192,15 @@ def _stages(model: str, hardware: str) -> int:
     return next((n for n in (1, 2, 4, 8) if n >= need), 8)
 
 
-#: A row's expert and data-parallel layout as its notes state it: "EP4TP2" (TensorRT-LLM's MoE expert x tensor
-#: split) or `ep=8` / `dp=8` (data-parallel attention groups).
+#: A row's expert, data-parallel and context-parallel layout as its notes state it: "EP4TP2" (TensorRT-LLM's MoE
+#: expert x tensor split), `ep=8` / `dp=8` (data-parallel attention groups) or `cp=4` (vLLM's decode context
+#: parallelism, -dcp: each sequence's KV split over cp of the tp GPUs).
 _EP_TP = re.compile(r"\bEP(\d+)TP(\d+)\b")
-_LAYOUT_KEY = re.compile(r"\b(ep|dp)=(\d+)\b")
+_LAYOUT_KEY = re.compile(r"\b(ep|dp|cp)=(\d+)\b")
 
 
 def _layout_note(row: pd.Series, key: str) -> int:
-    """The row's `ep` or `dp` as its notes state it (1 where they state none)."""
+    """The row's `ep`, `dp` or `cp` as its notes state it (1 where they state none)."""
     notes = str(row.get("notes", ""))
     stated = dict(_LAYOUT_KEY.findall(notes))
     if key in stated:
@@ -269,7 +271,7 @@ def map_row(row: pd.Series) -> tuple[GridRow | None, str]:
         "engine": m.engine_profile(engine, row.get("engine_version"), str(row["group"])), "draft": draft_name,
         "weight_dtype": _weights(row), "kv_dtype": "bf16", "k": int(k), **_draft_shape(spec, shape, row),
         "tp": 1 if pipeline else max(tp, 1), "pp": stages, "layer_split": pipeline,
-        "ep": _layout_note(row, "ep"), "dp": _layout_note(row, "dp"),
+        "ep": _layout_note(row, "ep"), "dp": _layout_note(row, "dp"), "cp": _layout_note(row, "cp"),
         # a research loop's memory is not a serving engine's (no KV pool sized by a utilisation, no graph pool):
         # the engines' accounting (step/memory.py) would refuse splits the papers ran
         "check_memory": not pipeline,

@@ -25,6 +25,7 @@ from specsim.validation.long_context import (
     sparse_kv_draft,
     summary,
 )
+from specsim.validation.mapping import map_row
 
 pytestmark = pytest.mark.skipif(not corpus_path().is_file(), reason="long_context.csv is not shipped")
 
@@ -118,3 +119,20 @@ def test_the_summary_is_the_median_of_the_rows(result: LongContextReport) -> Non
         assert overall["median_abs_error"] == pytest.approx(float(np.median(errors)))
         pays = (rows["published"] > 1) == (rows["predicted"] > 1)
         assert overall["pays_right"] == pytest.approx(float(pays.mean()))
+
+
+def test_a_decode_context_parallel_row_is_priced_at_its_cp(corpus: pd.DataFrame, result: LongContextReport) -> None:
+    """A vLLM -dcp 4 row (its notes say cp=4) is asked with cp 4: the scorer's figure is the grid's at cp 4, and
+    the split changes the answer (at cp 1 the same row prices differently)."""
+    rid = "rtx6kpro-8xrtxpro6000-glm51-nvfp4-mtp3-dcp4-ctx32k-cc2"
+    row = corpus.set_index("id").loc[rid]
+    assert "cp=4" in row["notes"]
+    grid, why = map_row(corpus[corpus["id"] == rid].iloc[0])
+    assert grid is not None and not why and grid["cp"] == 4 and grid["tp"] == 8
+    asked = pd.DataFrame([{k: v for k, v in grid.items() if k != "acceptance_length"}
+                          | {"acceptance_length": float(row["acceptance_length"])}])
+    at_cp4 = float(evaluate_grid(asked)["speedup"].iloc[0])
+    at_cp1 = float(evaluate_grid(asked.assign(cp=1))["speedup"].iloc[0])
+    scored = result.rows[(result.rows["id"] == rid) & (result.rows["mode"] == "measured")].iloc[0]
+    assert scored["predicted"] == pytest.approx(at_cp4, rel=1e-9)
+    assert abs(at_cp4 / at_cp1 - 1) > 1e-3
