@@ -70,6 +70,8 @@ def notes(r: RealStep | RatioStep) -> dict[str, Any]:
     out: dict[str, Any] = {"cost_source": r.cost_source, "convention": MEAN_LENGTH_CONVENTION}
     if isinstance(r, RealStep) and r.acceptance_note:
         out["acceptance_note"] = r.acceptance_note
+    if isinstance(r, RealStep) and r.verify_path:
+        out["verify_path"] = r.verify_path
     if isinstance(r, RatioStep) and r.chain_rates is not None:
         out["alpha_per_position"] = list(r.chain_rates)
     return out

@@ -32,6 +32,7 @@ from specsim.cost.model import load_model
 from specsim.cost.roofline import Array
 from specsim.drafts.build import make_draft
 from specsim.drafts.draft import Draft
+from specsim.engines.mla import verify_path_note
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.errors import SpecsimError
 from specsim.step.economics import StepMetrics, ratio_step_metrics, step_metrics
@@ -188,6 +189,7 @@ class RealStep(StepResult):
     #: the acceptance was given)
     tau_band: tuple[float, float] = (float("nan"), float("nan"))
     calibration: StepCalibration | None = None  # a fitted deployment's (its label in the echo, its spread in bands)
+    verify_path: str = ""  # a line where verification runs another kernel path than decoding (engines/mla.py)
 
 
 def evaluate_step(req: EvaluateRequest) -> RatioStep | RealStep:
@@ -391,8 +393,9 @@ def _real_step(req: EvaluateRequest, cost: RealCost) -> RealStep:
                     d.acceptance.note if d.acceptance.note and not measured else None,
                     float(mem.total) / GIB, float(mem.capacity) / GIB, bool(mem.fits), k, label, cost.tp,
                     target.gpus, str(target.layout or f"tp {target.tp}"), expected_k, target.model.name,
-                    weights_label(cost.weight_dtype, target), target.kv_dtype, _shape_label(req, d, k, verify_q), vq,
-                    target.where, target.hardware.name, float(share), tau_band, target.calibration)
+                    target.model.precision_label(cost.weight_dtype), target.kv_dtype, _shape_label(req, d, k, verify_q),
+                    vq, target.where, target.hardware.name, float(share), tau_band, target.calibration,
+                    verify_path_note(target.engine.mla_backend, target.hardware, target.model.is_mla) if vq > 1 else "")
 
 
 def cost_label(target: Target, batch: ArrayLike, verify_q: ArrayLike, context: ArrayLike) -> tuple[str, Array]:
@@ -407,12 +410,6 @@ def cost_label(target: Target, batch: ArrayLike, verify_q: ArrayLike, context: A
     cov = pass_coverage(target.model, target.hardware, batch, verify_q, context, target.par, target.weight_dtype,
                         target.kv_dtype, e.allreduce, e.alltoall, e.framework)
     return label, cov.share
-
-
-def weights_label(asked: str, target: Target) -> str:
-    """The weights priced, as a person reads them (`fp8`, `bf16, experts nvfp4 (as shipped: modelopt NVFP4)`);
-    `target` has resolved `asked` already."""
-    return target.model.precision_label(asked)
 
 
 def _shape_label(req: EvaluateRequest, d: Draft, k: int, verify_q: float | None) -> str:

@@ -32,7 +32,6 @@ from specsim.advise.evaluate import (
     cost_label,
     evaluate_step,
     target_and_draft,
-    weights_label,
 )
 from specsim.advise.request import evaluate_request
 from specsim.drafts.draft import Draft
@@ -198,7 +197,7 @@ def _price_setup(df: pd.DataFrame, t: Target, d: Draft, cost: RealCost, checks: 
                priced_hardware=np.full(n, t.hardware.name, dtype=object),
                priced_model=np.full(n, t.model.name, dtype=object),
                priced_kv_dtype=np.full(n, t.kv_dtype, dtype=object),
-               priced_weights=np.full(n, weights_label(cost.weight_dtype, t), dtype=object),
+               priced_weights=np.full(n, t.model.precision_label(cost.weight_dtype), dtype=object),
                priced_layout=np.full(n, str(t.layout or f"tp {t.tp}"), dtype=object),
                priced_engine=np.full(n, t.engine.name, dtype=object),
                priced_cost_model=np.full(n, label, dtype=object), table_share=share, priced_draft=_shapes(d, k))

@@ -52,6 +52,7 @@ def _render(r: RatioStep | RealStep, g: Given, fmt: str) -> None:
     # the rows above name what was priced; the cost line is in -f json (cost_source); a prior's id (too long for a
     # cell at 80 columns) on a line of its own
     band = BAND_NOTE if rec.get("speedup_low") is not None else ""
+    band += f"{r.verify_path}\n" if isinstance(r, RealStep) and r.verify_path else ""
     print_kv_table(f"speculative step ({what}), batch {r.batch}, context {r.context}", rows,
                    note=(f"prior: {prior}\n" if prior else "") + band + f"tokens_per_step: {MEAN_LENGTH_CONVENTION}")
 

@@ -59,3 +59,13 @@ def mla_single_query(backend: str, hw: HardwareProfile) -> bool:
     if backend == "vllm_auto":
         backend = vllm_default_mla_backend(hw)
     return VLLM_MLA_QUERY_LEN.get(backend) == "single_only"
+
+
+def verify_path_note(backend: str, hw: HardwareProfile, is_mla: bool) -> str:
+    """A line saying that verification runs MLA's prefill path on `hw` (where `mla_single_query`), else ""."""
+    if not is_mla or not mla_single_query(backend, hw):
+        return ""
+    name = vllm_default_mla_backend(hw) if backend == "vllm_auto" else backend
+    return (f"verification runs MLA's prefill path: vLLM's {name.upper()} takes one-token queries only, so k + 1 "
+            "tokens up-project every cached latent (specsim/engines/mla.py); a build whose MLA kernel takes k + 1 "
+            "queries prices with an engine YAML of `base: vllm` and `mla_backend: \"\"`")

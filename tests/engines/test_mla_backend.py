@@ -5,6 +5,8 @@ cached token's latent (_compute_prefill_context: kv_b_proj) before attending in 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from specsim.engines.passes import clear_pass_cache, pass_time_s
 from specsim.engines.profile import engines_dir, load_engine, parse_engine
 from specsim.errors import SpecsimError
 from specsim.files import read_mapping
+from tests.corpus.harness import invoke
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +112,23 @@ def test_engine_passes(dsv3) -> None:
     hop = pass_time_s(vllm, h200, dsv3, 8, q, 65536, 8, "fp8", "bf16")
     hop_off = pass_time_s(plain, h200, dsv3, 8, q, 65536, 8, "fp8", "bf16")
     assert np.allclose(hop, hop_off)
+
+
+def test_evaluate_says_when_verification_runs_the_prefill_path(tmp_path: Path) -> None:
+    """The answer names the path where vLLM's default MLA backend takes one-token queries (an MLA model on sm120),
+    and is silent on Hopper and for a profile whose MLA kernel takes q > 1 (which then prices verification cheaper:
+    the line names the path priced, it is not a caveat)."""
+    def ask(*extra: str) -> dict[str, object]:
+        r = invoke("evaluate", "-m", "deepseek-v3", "-d", "mtp", "-k", "3", "--acceptance-length", "2.5",
+                   "--context", "65536", "--weight-dtype", "nvfp4", "-f", "json", *extra)
+        assert r.code == 0, r.err
+        return dict(json.loads(r.out))
+
+    sm120 = ask("-H", "rtx-pro-6000", "--tp", "8")
+    assert "TRITON_MLA takes one-token queries only" in str(sm120["verify_path"])
+    assert "verify_path" not in ask("-H", "h200", "--tp", "8")
+    uniform = tmp_path / "vllm-uniform.yaml"
+    uniform.write_text('base: vllm\nname: vllm-uniform\nmla_backend: ""\nsources: {mla_backend: "test"}\n')
+    patched = ask("-H", "rtx-pro-6000", "--tp", "8", "-e", str(uniform))
+    assert "verify_path" not in patched
+    assert float(patched["speedup"]) > float(sm120["speedup"])  # type: ignore[arg-type]
