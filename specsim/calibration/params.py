@@ -51,6 +51,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "quant_row_ns": (0.0, 100.0),
     "xqa_compute": (0.01, 1.0),
     "xqa_cta_gb_per_s": (1.0, 5000.0),
+    "attention_softmax_ops": (0.0, 4.0),
+    "attention_prefill_cta_us": (0.0, 30.0),
 }
 GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness", "cta_k_overhead",
                "l2_bw_tb_per_s", "small_tile_efficiency", "streamk_fixup_tiles", "bw_ramp_ctas_frac",
@@ -58,7 +60,8 @@ GEMM_PARAMS = ("gemm_compute", "memory", "kernel_overhead_us", "ridge_sharpness"
                "l2_stream_tb_per_s", "fp8_compute", "dequant_tera_per_s", "quant_overhead_us", "quant_row_ns")
 ATTENTION_PARAMS = ("attention_compute", "attention_memory", "attention_overhead_us", "attention_cta_us",
                     "attention_cta_overlap", "attention_split_us", "attention_split_bw_loss",
-                    "attention_cta_gb_per_s", "xqa_compute", "xqa_cta_gb_per_s")
+                    "attention_cta_gb_per_s", "xqa_compute", "xqa_cta_gb_per_s", "attention_softmax_ops",
+                    "attention_prefill_cta_us")
 MOE_PARAMS = ("moe_compute", "moe_overhead_us", "moe_permute_tb_per_s", "moe_expert_us", "moe_memory",
               "moe_default_tile_efficiency")
 # Which parameters each op's rows can determine. Attention and MoE rows determine only their own

@@ -45,6 +45,9 @@ HOPPER_FP8_DISPATCH = {"vllm": "vllm_sm90_fp8", "sglang": "sglang_sm90_fp8"}
 # What fp8 GEMM rows fit on top of the bf16 tile model: the fp8 tile rate and the activation quantisation's fixed and
 # per-token costs (vLLM's per-token quant kernel runs a thread block per token: ~5-6 ns a token, SGLang's < 1 ns)
 FP8_PARAMS = ("fp8_compute", "quant_overhead_us", "quant_row_ns")
+# What prefill rows fit (attention.attention_time_s): the matmuls' share of the tensor-core peak, the softmax's MUFU
+# slots per score and the cost per wave of query-tile CTAs; decode rows fit the streaming and fixed costs before them
+PREFILL_PARAMS = ("attention_compute", "attention_softmax_ops", "attention_prefill_cta_us")
 
 
 def framework_kernels(hw: HardwareProfile, framework: str) -> HardwareProfile:
@@ -193,9 +196,9 @@ def fit_to_tables(hw: HardwareProfile, rows: TableRows, starts: int = 1, holdout
             hw = _stage(d[d["dtype"] == "fp8"], hw, list(FP8_PARAMS), starts)
         elif op == "attention":  # decode rows set streaming and fixed costs; prefill rows the MMA rate
             d = train("attention")
-            decode = [p for p in params["attention"] if p != "attention_compute"]
+            decode = [p for p in params["attention"] if p not in PREFILL_PARAMS]
             hw = _stage(d[(d["q_per_seq"] == 1) & (d["context_len"] > DECODE_MIN_KV)], hw, decode, starts)
-            hw = _stage(d[d["q_per_seq"] > 1], hw, ["attention_compute"], starts)
+            hw = _stage(d[d["q_per_seq"] > 1], hw, list(PREFILL_PARAMS), starts)
         else:
             hw = _stage(train(op), hw, params[op], starts)
     return hw

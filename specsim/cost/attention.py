@@ -36,6 +36,28 @@ XQA_MAX_Q = 16.0  # verification tokens per sequence XQA's speculative mode take
 # on Hopper, its trtllm-gen / fmha MLA kernels elsewhere: cpp/tensorrt_llm/thop/attentionOp.cpp, "mlaGeneration
 # ... we don't go into enqueueGeneration"), a split-KV kernel reading the latent once for all query heads
 XQA_MAX_HEAD_DIM = 256.0
+# Special-function (MUFU) results per SM per clock, exp2 among them: 16 on every NVIDIA architecture from sm50 to
+# sm120 (CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table); H100: 132 x 16 x 1.83 GHz = 3.9 T/s,
+# the figure FlashAttention-3 (Shah et al. 2024, sec. 3) sets against its 989 TFLOPS of bf16 matmul
+MUFU_PER_SM_CLOCK = 16.0
+# Query rows of one prefill CTA (FlashAttention-3's kBlockM for the forward pass, tile_size_fwd_sm90: 128 for head
+# sizes 64-256 under a causal mask; FA2's and FlashInfer's prefill tiles alike): the unit a causal prefill's last
+# tile, which sees every key, is cut into
+PREFILL_Q_TILE = 128.0
+
+
+def softmax_s(scores: ArrayLike, hw: HardwareProfile) -> Array:
+    """Seconds the softmax of `scores` score elements spends on the SMs' special-function units beside the matmuls:
+    `attention_softmax_ops` MUFU slots each (one exp2 a score, ~1; less where a kernel emulates part of its exps on
+    the FMA units, as FlashAttention-4 does on Blackwell; more where the rescaling and conversions also queue there),
+    at `MUFU_PER_SM_CLOCK` a clock on every SM. Priced in series with the MMAs: the matmul and the exp of one tile
+    depend on each other, and FA3's ping-pong overlap is what `attention_compute` already credits (FA3: 2 x 128 x 128
+    x d matmul FLOPs a tile against 128 x 128 exps, so the exp costs ~50% of the matmul at d = 128 on H100)."""
+    rate = hw.sm_count * MUFU_PER_SM_CLOCK * hw.clock_mhz * 1e6
+    ops = hw.efficiency.attention_softmax_ops
+    if ops <= 0.0 or rate <= 0.0:
+        return np.zeros(np.shape(scores))
+    return np.asarray(scores, dtype=float) * ops / rate
 
 
 def wide_head_profile(hw: HardwareProfile, head_dim: ArrayLike) -> HardwareProfile:
@@ -185,7 +207,20 @@ def attention_num_splits(batch: ArrayLike, q_per_seq: ArrayLike, context_len: Ar
     splits = np.where(split, np.maximum(fa_num_splits(units, sms, np.ceil(ctx / SPLIT_KV_MIN_KEYS)), 2.0), 1.0)
     if hw.attention_kernel == "xqa":
         splits = np.where(xqa, xqa_num_splits(b, kvh, ctx, sms), splits)
+        splits = np.where(fmha_generation(hw, d), 1.0, splits)
     return units, splits, np.full(np.shape(splits), sms)
+
+
+def fmha_generation(hw: HardwareProfile, head_dim: ArrayLike) -> NDArray[np.bool_]:
+    """Where a "xqa" profile (TensorRT-LLM) runs an MLA generation step through its context FMHA kernel: heads wider
+    than XQA takes on a GPU with neither FlashMLA nor trtllm-gen MLA (sm80, sm89, sm120: the profile holds no
+    `split_kv`, so `wide_head_profile` left it as it is). AttentionOp::mlaGeneration (cpp/tensorrt_llm/common/
+    attentionOp.cpp) falls through to "Use FMHA otherwise": numGroupedHeads = heads, qSeqLen = heads x q (the query
+    heads ride the query axis of one latent KV head), kvSeqLen = the past length, and fmha_v2 has no multi-block
+    mode, so each (sequence x 64-row tile) CTA walks the whole latent cache on one SM: no KV split, and the step
+    lasts as many waves of such walks as the CTAs make (`attention_time_s`). An fp8 cache is read into its bf16 MMAs
+    (NVIDIA's tables: fp8 and bf16 KV rows alike, 7.8 ms at batch 1-16 and 65k tokens on A100)."""
+    return np.asarray((hw.attention_kernel == "xqa") & (np.asarray(head_dim, dtype=float) > XQA_MAX_HEAD_DIM))
 
 
 def attention_splits_kv(units: ArrayLike, context_len: ArrayLike, hw: HardwareProfile) -> NDArray[np.bool_]:
@@ -225,6 +260,28 @@ def _wide_head_peak(hw: HardwareProfile, wide: HardwareProfile, dtype: str, kv_e
     return np.where(kv_elem_bytes <= 1.0, wide.peak("fp8"), wide.peak(dtype))
 
 
+def tile_keys(q: ArrayLike, ctx: ArrayLike) -> Array:
+    """Keys per query row the attention tiles compute under the causal mask: every KV block up to and including the
+    diagonal one (FlashAttention's n_block_max for causal masking, blocks of `SPLIT_KV_MIN_KEYS` keys), so the
+    visible keys L - (q - 1) / 2 on average plus half a block, at most the context L."""
+    q_, c = np.asarray(q, dtype=float), np.asarray(ctx, dtype=float)
+    return np.minimum(c, np.maximum(c - (q_ - 1.0) / 2.0 + (SPLIT_KV_MIN_KEYS - 1.0) / 2.0, 1.0))
+
+
+def prefill_makespan(q: Array, ctx: Array, scores: Array, sms: float, longest_first: bool) -> Array:
+    """Factor (>= 1) by which a prefill's (q > 1) matmul and softmax time exceeds its work spread evenly over the SMs.
+    Its CTAs are query tiles of `PREFILL_Q_TILE` rows (one per query head); under the causal mask the last tile of a
+    sequence walks all `ctx` keys, the first one tile's worth. FlashAttention-3's persistent scheduler hands out the
+    longest tiles first (`longest_first`: hopper/tile_scheduler.hpp, causal m_blocks in reverse), so the others pack
+    around them and the kernel lasts max(mean work per SM, the longest tile); a kernel launched as a plain grid
+    (FlashAttention-2, FlashInfer, TensorRT-LLM's context FMHA) ends with a tail of, on average, half its longest
+    tile. Few heads of a short prompt leave SMs idle (one head of 16k tokens: 128 tiles on H100's 132 SMs, the
+    longest 2x the mean); many fill them and the factor is ~1. Co-resident CTAs share their SM's tensor cores, so
+    the SMs, not the CTA slots, count. Decode (q = 1) keeps its split-KV form (1)."""
+    longest = sms * np.minimum(q, PREFILL_Q_TILE) * ctx / np.maximum(scores, 1.0)  # one tile seeing every key
+    return np.where(q > 1.0, np.maximum(1.0, longest) if longest_first else 1.0 + longest / 2.0, 1.0)
+
+
 def attention_time_s(
     batch: ArrayLike, q_per_seq: ArrayLike, context_len: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
     qk_dim: ArrayLike, v_dim: ArrayLike, kv_bytes_per_token: ArrayLike, hw: HardwareProfile,
@@ -262,9 +319,11 @@ def attention_time_s(
     keys = np.maximum(ctx - (q - 1.0) / 2.0, 1.0)
     flops = 2.0 * b * q * keys * h * (dqk + dv)
     rows = np.ceil(q * group / ATTENTION_Q_TILE) * ATTENTION_Q_TILE
-    # verification's padded tiles compute every key of the context (the causal mask covers only the last q keys,
-    # inside the last KV block: no block is skipped); a prefill skips the blocks above the diagonal
-    padded = 2.0 * b * kvh * rows * np.where(q < ctx, ctx, keys) * (dqk + dv)
+    # keys the tiles compute: the KV blocks (SPLIT_KV_MIN_KEYS = kBlockN = 128 keys) above the causal diagonal are
+    # skipped, the diagonal block is computed whole (half of it masked): on average a row computes its visible keys
+    # plus half a block, never more than the context. Verification (q <= a block) computes every key; a prefill
+    # the triangle plus a half-block strip (L = 1024: 12.5% over the exact half square, 16k: 0.8%)
+    padded = 2.0 * b * kvh * rows * tile_keys(q, ctx) * (dqk + dv)
     xqa = np.zeros(np.shape(b * h), bool)
     reread: Array | float = 1.0
     if hw.attention_kernel == "xqa":  # MMHA reads a KV head's cache once per query head
@@ -273,11 +332,17 @@ def attention_time_s(
     kv = b * ctx * kvt * reread
     bytes_ = kv + b * q * h * (dqk + dv) * act_bytes
     eff = hw.efficiency
-    compute = padded / (peak * eff.attention_compute)
+    # matmuls on the tensor cores, then the softmax of every score of the padded tiles on the MUFU units
+    scores = padded / (2.0 * (dqk + dv))
+    compute = (padded / (peak * eff.attention_compute) + softmax_s(scores, hw)) * prefill_makespan(
+        q, ctx, scores, float(hw.sm_count), hw.is_hopper and hw.attention_kernel == "fa3")
     hit = 0.0 if buffer_sets is None else l2_hit_fraction(np.asarray(buffer_sets, dtype=float) * bytes_, hw)
     # MMHA's query heads of one KV head run side by side: all but the first read its cache from L2
     hit = np.maximum(hit, (1.0 - 1.0 / reread) * kv / bytes_)
     units, splits, slots = attention_num_splits(b, q, ctx, h, kvh, dqk, hw)
+    # TensorRT-LLM's MLA generation on its context FMHA (`fmha_generation`): whole waves of unsplit CTAs, each on one SM
+    compute = np.where(fmha_generation(hw, dqk) & (q == 1.0),
+                       compute * np.ceil(units / hw.sm_count) * hw.sm_count / np.maximum(units, 1.0), compute)
     # split-KV spreads few (sequence x KV head) units over the SMs, but not at full bandwidth: a share
     # `attention_split_bw_loss` of it is lost as the units fall to none per SM (H100 FA3: batch 1 streams
     # its KV at ~86% of batch 8's rate, NVIDIA's tables)
@@ -295,7 +360,10 @@ def attention_time_s(
     split = splits > 1  # flash-decoding's combine kernel
     # the combine kernel's share fades as the units fill the SMs (fewer splits each): no cliff in batch
     combine = np.where(split, eff.attention_split_us * (1.0 - fill), 0.0)
-    t = (eff.attention_overhead_us + combine) * 1e-6 \
+    # a prefill's query tiles (b x heads x ceil(q / PREFILL_Q_TILE) CTAs) each load their Q tile and write their O
+    # and log-sum-exp: `attention_prefill_cta_us` per wave of them over the SMs, in series with the rest
+    tiles = np.where(q > 1.0, b * h * np.ceil(q / PREFILL_Q_TILE), 0.0)
+    t = (eff.attention_overhead_us + combine + eff.attention_prefill_cta_us * tiles / hw.sm_count) * 1e-6 \
         + _join(per_unit, _join(compute, mem, eff.ridge_sharpness), eff.attention_cta_overlap)
     if xqa.any():
         hbm = stream_s(bytes_, hit, hw, hw.mem_bw_bytes_per_s * eff.attention_memory)

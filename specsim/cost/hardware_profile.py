@@ -113,6 +113,14 @@ class Efficiency:
     # a "xqa" profile only), fitted on the decode rows of NVIDIA's TensorRT-LLM tables.
     xqa_compute: float = 0.1
     xqa_cta_gb_per_s: float = 100.0  # KV one XQA CTA streams (Little's law), GB/s; fitted beside xqa_compute
+    # Special-function (MUFU) slots an attention kernel spends per score element beside its matmuls: the softmax's
+    # exp2 runs on the SM's 16-a-clock MUFU units, not the tensor cores (attention.softmax_s; FlashAttention-3,
+    # Shah et al. 2024 sec. 3: H100's 3.9 TFLOPS of special functions against 989 of matmul). 0: not priced (a
+    # profile without a prefill fit, whose attention_compute lumps it in).
+    attention_softmax_ops: float = 0.0
+    # Cost of one wave (one per SM) of a prefill's query-tile CTAs beyond their matmuls: Q tile load, O and LSE write
+    # (attention.attention_time_s); fitted on prefill rows beside attention_compute. 0: not priced.
+    attention_prefill_cta_us: float = 0.0
     source: str = "datasheet defaults"
 
     FITTABLE = (
@@ -151,10 +159,13 @@ class Efficiency:
         "quant_row_ns",
         "xqa_compute",
         "xqa_cta_gb_per_s",
+        "attention_softmax_ops",
+        "attention_prefill_cta_us",
     )
     NONNEGATIVE = ("power_throttle", "streamk_fixup_tiles", "splitk_overhead_us", "attention_cta_us",
                    "attention_split_bw_loss", "attention_split_us", "moe_overhead_us", "moe_expert_us",
-                   "quant_overhead_us", "quant_row_ns")
+                   "quant_overhead_us", "quant_row_ns", "attention_softmax_ops",
+                   "attention_prefill_cta_us")
     FRACTIONS = ("gemm_compute", "memory", "attention_compute", "small_tile_efficiency", "bw_ramp_ctas_frac",
                  "swap_tile_efficiency", "fp8_compute", "attention_memory", "moe_compute", "moe_memory",
                  "moe_default_tile_efficiency", "xqa_compute")

@@ -95,8 +95,9 @@ def test_dsa_reads_top_k_and_its_indexer_grows_with_context() -> None:
     grow = float(np.diff(ops["indexer"].time_s)[0])
     assert grow >= np.diff(ctx)[0] * TOPK_ROW_NS_PER_KEY * 1e-9 > 0
     # past the top-k the step grows only by the indexer: less than MLA's 576-entry latent read by dense
-    # attention (DeepSeek-V3), and far less once many rows share the top-k's waves
-    for batch, ratio in ((b, 1.0), (64.0, 0.35)):
+    # attention (DeepSeek-V3), and far less once many rows share the top-k's waves (0.38 at batch 64 since dense MLA
+    # decode's matmuls run at the prefill-fitted MMA rate with the softmax apart: H200 MLA rows' bias +19% -> +7..13%)
+    for batch, ratio in ((b, 1.0), (64.0, 0.4)):
         sparse = breakdown(m, hw, make_shape(batch, q, ctx, 8, "fp8", "fp8")).time_s
         dense = breakdown(load_model("deepseek-v3"), hw, make_shape(batch, q, ctx, 8, "fp8", "fp8")).time_s
         assert 0 < float(np.diff(sparse)[0]) < ratio * float(np.diff(dense)[0])

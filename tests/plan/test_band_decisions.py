@@ -46,7 +46,9 @@ def test_an_open_decision_names_its_threshold_and_the_threshold_is_where_it_chan
 
 
 def test_a_gain_the_cost_spread_can_turn_into_a_loss_says_a_run_settles_it() -> None:
-    p = plan(parse_scenario(_scenario(304), "test"))
+    # batch 288: gain 1.21, band 0.95-1.53, the same choice across it (at 304, since prefill attention is priced as
+    # its kernels run, another draft wins at the band's low end: not robust, so another case of the same rule)
+    p = plan(parse_scenario(_scenario(288), "test"))
     low, high = gain_band(p)
     assert p.band is not None and p.band.robust and low < 1.0 < p.gain < high
     assert "one benchmark run with and one without speculation settles it" in recommendation(p)

@@ -42,8 +42,9 @@ def test_held_out_bands_hold_about_as_often_as_they_say(rows: pd.DataFrame) -> N
     assert priors.half_width <= 0.30
     assert measured.n > 100 and 0.75 <= measured.inside <= 0.85 and max(measured.above, measured.below) <= 0.12
     assert measured.half_width <= 0.15 and measured.half_width < measured.constant_half_width
-    # the central values are today's answers: the bands leave them alone
-    assert np.median(np.abs(rows[rows["mode"] == "priors"]["error"])) == pytest.approx(0.138, abs=0.002)
+    # the central values are today's answers: the bands leave them alone (0.138 -> 0.136 with prefill attention
+    # priced as its kernels run, issue 33)
+    assert np.median(np.abs(rows[rows["mode"] == "priors"]["error"])) == pytest.approx(0.136, abs=0.002)
 
 
 def test_the_speedup_spread_splits_a_groups_offset_from_a_rows_scatter() -> None:
