@@ -67,16 +67,17 @@ class PlannerCost:
         return prefill_pass_s(self.target, tokens, mean_context)
 
 
-def kv_capacity_tokens(t: Target, d: Draft | None, k: int, context: float) -> int:
+def kv_capacity_tokens(t: Target, d: Draft | None, k: int, context: float, max_num_seqs: int | None = None) -> int:
     """KV-cache tokens one replica holds: (capacity - weights - activations - reserves - draft weights) /
     KV bytes per token (target + draft), per GPU, from `plan.memory` at a representative context (sliding-
     window models cache less per token at long contexts), times the DP-attention groups (each caches its own
-    sequences). SpecsimError when nothing is left for the KV."""
+    sequences); `max_num_seqs` the engine's limit (step.memory.PROFILE_SEQS). SpecsimError when nothing is left
+    for the KV."""
     plain = d is None or k <= 0 or not d.speculates
     dd = make_draft("none", t.model) if plain or d is None else d
     kk = 0 if plain else int(k)
     ctx = max(float(context), 1.0)
-    mem = memory_per_gpu(t, dd, kk, 1.0, ctx)
+    mem = memory_per_gpu(t, dd, kk, 1.0, ctx, max_num_seqs)
     q = float(dd.verify_tokens_per_seq(kk)) if kk else 1.0
     per_token = (float(mem.kv_cache) + float(mem.draft_kv)) / (ctx + q)
     free = float(mem.kv_capacity)

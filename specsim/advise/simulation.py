@@ -133,7 +133,8 @@ class Setup:
         k = policy.max_k if policy.enabled else 0
         key = (d.label if k else "none", d.is_tree, k)
         if key not in self._kv:
-            self._kv[key] = kv_capacity_tokens(self.target, d if k else None, k, self.context_hint)
+            self._kv[key] = kv_capacity_tokens(self.target, d if k else None, k, self.context_hint,
+                                               self.limits.max_num_seqs)
         return self._kv[key]
 
     def engine(self, policy: Policy | None = None, draft: Draft | None = None) -> EngineConfig:

@@ -23,7 +23,7 @@ from specsim.drafts.families.lookup import ngram_drafted_tokens
 from specsim.engines.passes import US, eager_cycle_host_s, gpu_only, pass_time_s, step_time_s
 from specsim.engines.profile import EngineProfile, load_engine
 from specsim.step.economics import StepMetrics, step_metrics
-from specsim.step.memory import Memory
+from specsim.step.memory import PROFILE_SEQS, Memory
 from specsim.step.memory import memory_per_gpu as _memory
 
 DEFAULT_ENGINE = "vllm"
@@ -211,11 +211,13 @@ def config_metrics(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: A
                         m.overhead_time_s)
 
 
-def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Memory:
-    """Memory on each GPU (step/memory.py) for this target running draft d at depth k."""
+def memory_per_gpu(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike,
+                   max_num_seqs: int | None = None) -> Memory:
+    """Memory on each GPU (step/memory.py) for this target running draft d at depth k; `max_num_seqs`: the
+    engine's limit where known (its profiling pass materialises that many sequences' logits)."""
     q = float(d.verify_tokens_per_seq(k)) if k and d.speculates else 1.0
     return _memory(t.hardware.total_memory_bytes, t.memory_utilization, t.model, d, k if d.speculates else 0,
-                   batch, context_len, t.par, t.weight_dtype, t.kv_dtype, q)
+                   batch, context_len, t.par, t.weight_dtype, t.kv_dtype, q, max_num_seqs or PROFILE_SEQS)
 
 
 def fits(t: Target, d: Draft, k: int, batch: ArrayLike, context_len: ArrayLike) -> Array:

@@ -28,7 +28,10 @@ from specsim.drafts.draft import Draft
 GIB = float(2**30)
 #: vLLM's default token budget of the profiling pass (``max_num_batched_tokens`` with chunked prefill).
 PROFILE_TOKENS = 8192
-#: vLLM's default ``max_num_seqs``: logits of that many sequences are materialised in the profile run.
+#: vLLM's default ``max_num_seqs``: logits of that many sequences are materialised in the profile run. The
+#: profile's sampler run takes the engine's own max_num_seqs (vllm/v1/worker/gpu_model_runner.py profile_run /
+#: _dummy_sampler_run: `num_reqs = min(num_tokens, max_num_reqs)`, max_num_reqs = scheduler_config.max_num_seqs),
+#: so a server started with --max-num-seqs 16 materialises 16 sequences' logits, not 256.
 PROFILE_SEQS = 256
 #: Non-torch memory at tp = 1: 0.16 GiB in vLLM V1 logs on H100 (kubernetes-sigs/gateway-api-inference-
 #: extension#550; generative-computing/mellea#416); NCCL and custom all-reduce buffers add about 1.8 GiB
@@ -41,17 +44,17 @@ GRAPH_BYTES = 0.25 * GIB
 
 
 def activation_peak_bytes(hidden: int, intermediate: int, q_heads: int, kv_heads: float, head_dim: int, vocab: int,
-                          tp: int, verify_tokens_per_seq: float = 1.0) -> float:
+                          tp: int, verify_tokens_per_seq: float = 1.0, profile_seqs: int = PROFILE_SEQS) -> float:
     """Peak activations of vLLM's profiling pass over PROFILE_TOKENS tokens, per GPU.
 
     The widest live tensors of one layer: the MLP's gate+up output (2 x inter/tp), the activation
     output (inter/tp), three hidden-size buffers (residual, normed input, output) and the QKV output,
-    in bf16; plus fp32 logits (and the sampler's copy) for PROFILE_SEQS sequences x the tokens each
-    verifies. Checked against vLLM's log for Llama-3-8B on H100: "PyTorch activation peak memory
-    1.26 GiB" (vllm-project/vllm#10511); this gives 1.18 GiB.
+    in bf16; plus fp32 logits (and the sampler's copy) for `profile_seqs` sequences (the engine's max_num_seqs,
+    PROFILE_SEQS by default) x the tokens each verifies. Checked against vLLM's log for Llama-3-8B on H100:
+    "PyTorch activation peak memory 1.26 GiB" (vllm-project/vllm#10511); this gives 1.18 GiB.
     """
     per_token = 3.0 * intermediate / tp + 3.0 * hidden + (q_heads + 2.0 * kv_heads) * head_dim / tp
-    logits = 2.0 * PROFILE_SEQS * verify_tokens_per_seq * vocab / tp * LOGIT_BYTES
+    logits = 2.0 * min(profile_seqs, PROFILE_TOKENS) * verify_tokens_per_seq * vocab / tp * LOGIT_BYTES
     return PROFILE_TOKENS * per_token * ACT_BYTES + logits
 
 
@@ -92,7 +95,7 @@ class Memory:
 
 def memory_per_gpu(hardware_total_bytes: float, utilization: float, model: ModelSpec, d: Draft, k: int,
                    batch: ArrayLike, context_len: ArrayLike, tp: int | Layout, weight_dtype: str, kv_dtype: str,
-                   verify_tokens_per_seq: float = 1.0) -> Memory:
+                   verify_tokens_per_seq: float = 1.0, profile_seqs: int = PROFILE_SEQS) -> Memory:
     """Memory on each GPU for B sequences at context L running draft d at depth k (k = 0: plain).
 
     Each sequence holds KV for its context plus the tokens it verifies (their slots are written
@@ -112,7 +115,7 @@ def memory_per_gpu(hardware_total_bytes: float, utilization: float, model: Model
     kv = seqs * (model.kv_bytes_per_sequence(ctx + q, kv_dtype, lay.tp) / lay.cp + state) / lay.pp
     act = activation_peak_bytes(model.hidden, max(model.intermediate, model.moe_intermediate * max(model.top_k, 1)),
                                 model.n_heads, model.kv_heads_per_gpu(lay.tp) * lay.tp, model.head_dim, model.vocab,
-                                lay.tp, q)
+                                lay.tp, q, profile_seqs)
     reserved = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if lay.gpus > 1 else 0.0) + GRAPH_BYTES
     if k:
         dw, dkv = memory_bytes_per_gpu(d, model, b, ctx + q, lay, weight_dtype, kv_dtype)

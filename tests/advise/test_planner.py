@@ -164,3 +164,19 @@ def test_prefill_runs_in_the_targets_layout() -> None:
     assert got == want
     alone = float(pass_time_s(t.engine, hw, m, 1.0, 4096.0, 2048.0, 1, "fp8_block", "bf16"))
     assert got < 0.5 * alone
+
+
+def test_kv_capacity_follows_the_engines_max_num_seqs(eight_b: tuple[Target, list]) -> None:
+    """vLLM's profiling pass samples max_num_seqs sequences (gpu_model_runner._dummy_sampler_run), their fp32
+    logits and the sampler's copy held at the activation peak: a server started with --max-num-seqs 16 holds
+    2 x (256 - 16) x (k + 1) x vocab x 4 bytes less than one at vLLM's default 256, and caches that many more
+    bytes of KV. By hand for k = 4 (5 tokens verified each) on the 8B target (vocab from its config)."""
+    t, drafts = eight_b
+    d, ctx = drafts[0], 2000.0
+    q = float(d.verify_tokens_per_seq(4))
+    per_token = float(memory_per_gpu(t, d, 4, 1.0, ctx).kv_cache + memory_per_gpu(t, d, 4, 1.0, ctx).draft_kv) / (
+        ctx + q)
+    freed = 2 * (256 - 16) * q * t.model.vocab * 4
+    more = kv_capacity_tokens(t, d, 4, ctx, max_num_seqs=16) - kv_capacity_tokens(t, d, 4, ctx)
+    assert more == pytest.approx(freed / per_token, abs=1.0)
+    assert kv_capacity_tokens(t, d, 4, ctx, max_num_seqs=256) == kv_capacity_tokens(t, d, 4, ctx)

@@ -35,7 +35,7 @@ def test_family_defaults_fill_the_settings() -> None:
     assert make_draft("eagle3", L70).draft_vocab == 32000  # EAGLE-3's released heads
     assert make_draft({"method": "eagle3", "draft_vocab": 64000}, L70).draft_vocab == 64000
     assert make_draft("eagle2", L70).draft_vocab is None
-    assert [make_draft(m, L70).draft_layers for m in ("p_eagle", "dflash", "dspark")] == [4, 5, 1]
+    assert [make_draft(m, L70).draft_layers for m in ("p_eagle", "dflash", "dspark")] == [4, 5, 5]
     assert make_draft({"method": "dflash", "draft_layers": 2}, L70).draft_layers == 2
     assert make_draft("none", L70).acceptance.rates_for(3).tolist() == [0.0, 0.0, 0.0]
     assert make_draft("none", L70).prior is None and make_draft("eagle3", L70).prior is not None
