@@ -9,6 +9,9 @@ import pytest
 # each, not a pool per worker whose threads (spinning while they wait) take the other workers' cores; set before
 # numpy is first imported (this file is loaded before the test modules, on every worker).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The CLI's tables fit the terminal (rich reads COLUMNS): the tests read them at the 80 columns the project promises,
+# whatever terminal runs pytest (tools/readme_figures.py runs it with COLUMNS=200)
+os.environ["COLUMNS"] = "80"
 VIDUR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vidur"
 
 
