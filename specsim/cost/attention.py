@@ -134,7 +134,7 @@ def _splits_heuristic(keys: Array, max_splits: int) -> Array:
     waves = kw * s / ksl
     eff = np.where(eligible, waves / np.ceil(waves), 0.0)
     ok = eligible & (eff >= 0.85 * eff.max(axis=-1, keepdims=True))
-    return np.argmax(ok, axis=-1) + 1.0
+    return (np.argmax(ok, axis=-1) + 1).astype(float)
 
 
 def xqa_num_splits(batch: ArrayLike, kv_heads: ArrayLike, context_len: ArrayLike, sms: float) -> Array:
