@@ -205,10 +205,23 @@ def bands(f: Figures, data: Mapping[str, Any]) -> None:
             f[f"pub.band.{mode}.{key}"] = num(100 * o[f"band_{key}"], 0)
 
 
+def long_context(f: Figures) -> None:
+    """`validate --long-context`: the rows asked of all gathered, and per mode the overall error and the share whose
+    'speculation pays' is called right."""
+    data = specsim_json("validate", "--long-context")
+    f["pub.lc.rows"], f["pub.lc.asked"] = str(data["counts"]["rows"]), str(data["counts"]["askable"])
+    for g in data["groups"]:
+        if g["group"] == "OVERALL":
+            f[f"pub.lc.{g['mode']}.n"] = str(g["n"])
+            f[f"pub.lc.{g['mode']}.err"] = num(100 * g["median_abs_error"], 1)
+            f[f"pub.lc.{g['mode']}.pays"] = num(100 * g["pays_right"], 0)
+
+
 def published() -> Figures:
     data = specsim_json("validate", "--published")
     f = Figures()
     bands(f, data)
+    long_context(f)
     f["pub.table"] = published_table(data)
     f["pub.date"] = ""  # sticky: today's date when another pub figure changed (readme_figures.STICKY)
     crossovers(f, data)
