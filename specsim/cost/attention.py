@@ -360,9 +360,12 @@ def attention_time_s(
     split = splits > 1  # flash-decoding's combine kernel
     # the combine kernel's share fades as the units fill the SMs (fewer splits each): no cliff in batch
     combine = np.where(split, eff.attention_split_us * (1.0 - fill), 0.0)
-    # a prefill's query tiles (b x heads x ceil(q / PREFILL_Q_TILE) CTAs) each load their Q tile and write their O
-    # and log-sum-exp: `attention_prefill_cta_us` per wave of them over the SMs, in series with the rest
-    tiles = np.where(q > 1.0, b * h * np.ceil(q / PREFILL_Q_TILE), 0.0)
+    # a prefill's query tiles each load their Q tile and write their O and log-sum-exp: `attention_prefill_cta_us`
+    # per wave of them over the SMs, in series with the rest. The query heads of a KV head share tiles where that
+    # fills them better (FlashAttention-3's pack_gqa, flash_api.cpp get_pack_gqa: verification's k + 1 rows x the
+    # group; MLA's 128 heads over one latent): b x KV heads x ceil(q x group / PREFILL_Q_TILE) CTAs, which is
+    # b x heads x ceil(q / PREFILL_Q_TILE) for a prompt of whole tiles
+    tiles = np.where(q > 1.0, b * kvh * np.ceil(q * group / PREFILL_Q_TILE), 0.0)
     t = (eff.attention_overhead_us + combine + eff.attention_prefill_cta_us * tiles / hw.sm_count) * 1e-6 \
         + _join(per_unit, _join(compute, mem, eff.ridge_sharpness), eff.attention_cta_overlap)
     if xqa.any():

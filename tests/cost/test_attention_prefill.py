@@ -111,3 +111,21 @@ def test_unfitted_profile_prices_no_softmax() -> None:
     padded = 2 * 4 * 8 * 4 * L * (L - (L - 1) / 2 + 63.5) * 256
     span = 1 + 58 * 128 * 8192 / (4 * 32 * 8192 * 4160) / 2
     assert got == pytest.approx(span * padded / (hw.peak("bf16") * hw.efficiency.attention_compute), rel=1e-9)
+
+
+@pytest.mark.parametrize(("q", "heads", "kv_heads", "tiles"), [
+    (2.0, 128.0, 1.0, 2.0),  # MLA verification: 128 heads x 2 rows packed over one latent head, 2 tiles (not 128)
+    (4.0, 32.0, 8.0, 8.0),  # GQA verification: 4 heads x 4 rows = 16 rows per KV head, one tile each of 8
+    (1024.0, 32.0, 8.0, 256.0),  # a prompt of whole tiles: 32 heads x 8 tiles, packing changes nothing
+])
+def test_per_tile_cost_counts_the_tiles_the_kernel_launches(h100, q: float, heads: float, kv_heads: float,
+                                                             tiles: float) -> None:
+    """`attention_prefill_cta_us` per wave of query tiles: the heads of a KV head share a tile where q x group rows
+    fit it better (FA3's pack_gqa), so verification pays for b x KV heads x ceil(q x group / 128) tiles. The term
+    is in series with the rest: the time with 10 us a tile less the time with 0 is 10 us x tiles / SMs (batch 1)."""
+    def t(cta_us: float) -> float:
+        hw = h100.with_efficiency(attention_prefill_cta_us=cta_us)
+        return float(at.attention_time_s(1.0, q, 4096.0, heads, kv_heads, 128.0, 128.0, 2.0 * kv_heads * 256.0,
+                                         hw)[0])
+
+    assert t(10.0) - t(0.0) == pytest.approx(10e-6 * tiles / 132, rel=1e-9)
